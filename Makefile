@@ -1,0 +1,75 @@
+# proxybench: everything is driven from here. `make help` lists the targets.
+SHELL := /bin/bash
+export GOFLAGS := -buildvcs=false
+export GOWORK := off
+
+TIER        ?= quick
+PROXIES     ?= nginx haproxy traefik caddy
+ORIGINS     ?= node python go fast
+SCENARIOS   ?= simple
+CONCURRENCY ?= 50
+RATE        ?= 0
+REPEATS     ?= 1
+ISOLATE     ?= true
+PLAN        ?=
+RESULTS     ?= results
+PROM        ?= http://127.0.0.1:9090
+HOSTNET     ?= 1
+export HOSTNET
+
+comma := ,
+empty :=
+space := $(empty) $(empty)
+csv = $(subst $(space),$(comma),$(strip $(1)))
+
+.PHONY: help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
+
+help: ## this list
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLAN)
+	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
+	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
+	  -isolate='$(ISOLATE)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+
+up: ## the stack alone (engine and images ensured); Grafana at http://127.0.0.1:3000 when online
+	@scripts/stack.sh up
+
+down: ## remove every container, network and volume of the stack
+	@scripts/stack.sh down
+
+preflight: ## every proxy x origin route, with the proxies' real versions
+	@go run ./loadgen preflight -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' -wait 30s
+
+images: ## build or check every image (OFFLINE=auto|1|0)
+	@scripts/engine.sh && scripts/images.sh
+
+engine: ## make sure a Docker engine and compose answer (installs them on root Debian)
+	@scripts/engine.sh
+
+report: ## rebuild a run's report from Prometheus: make report RUN=<id>
+	@test -n "$(RUN)" || { echo "make report: set RUN=<run id> (see $(RESULTS)/history/manifest.json)"; exit 2; }
+	@go run ./reporter build -prom '$(PROM)' -run '$(RUN)' -results '$(RESULTS)'
+
+diff: ## compare two runs with significance: make diff A=<id> B=<id>
+	@test -n "$(A)" -a -n "$(B)" || { echo "make diff: set A=<run id> B=<run id>"; exit 2; }
+	@go run ./reporter diff -a '$(A)' -b '$(B)' -results '$(RESULTS)'
+
+perf: ## loadgen vs wrk vs hey vs vegeta on loopback
+	@scripts/perf.sh
+
+lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet
+	@prometheus/lint.sh
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	@go vet ./...
+
+test: lint test-unit test-e2e ## everything CI runs
+
+test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
+	@go test -count=1 -timeout 20m ./...
+
+test-e2e: ## the real stack: up, preflight, quick bench with assertions, dashboards against live Prometheus, down
+	@scripts/e2e.sh
+
+clean: ## remove built binaries and local results (keeps the image and tool caches)
+	rm -rf .cache/dist

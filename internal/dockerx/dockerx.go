@@ -1,0 +1,276 @@
+// Package dockerx owns talking to the Docker engine for proxybench: finding
+// the stack's containers by their compose labels, starting, stopping and
+// pausing them, reading their logs and asking a running proxy for the real
+// version of its binary. It negotiates the API version because the engine
+// here (Debian's 20.10, API 1.41) is older than the client library.
+package dockerx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+)
+
+// Compose and proxybench labels the stack sets on its containers.
+const (
+	LabelProject    = "com.docker.compose.project"
+	LabelService    = "com.docker.compose.service"
+	LabelGCTrace    = "proxybench.gctrace"
+	LabelRole       = "proxybench.role"
+	LabelVersionCmd = "proxybench.version-cmd"
+)
+
+// Container is what proxybench needs to know about one container.
+type Container struct {
+	ID      string
+	Name    string // without the leading '/'
+	Service string // compose service, "" when not a compose container
+	Image   string // image reference as given (e.g. proxybench/caddy:v2.11.9)
+	ImageID string // sha256:...
+	State   string // created, running, paused, restarting, exited, dead
+	Labels  map[string]string
+	Running bool // true while running, also when paused
+	// StartedAt is when the current (or last) process started; zero when
+	// never started. With ID it names one process lifetime.
+	StartedAt time.Time
+	Tty       bool // logs are a raw stream, not multiplexed
+}
+
+// Client is a connection to the Docker engine.
+type Client struct {
+	api *client.Client
+}
+
+// New connects to the engine named by the environment (DOCKER_HOST etc.,
+// default the local socket) and pings it, so a missing engine fails here
+// with a message saying what to do rather than at first use.
+func New(ctx context.Context) (*Client, error) {
+	api, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := api.Ping(pctx); err != nil {
+		api.Close()
+		return nil, fmt.Errorf("docker engine at %s not reachable (is dockerd running? try `docker info`): %w", api.DaemonHost(), err)
+	}
+	return &Client{api: api}, nil
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.api.Close() }
+
+// Ping checks the engine is there; used to wait for it to come back.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.api.Ping(ctx)
+	return err
+}
+
+// IsNotFound reports whether err says the container does not exist.
+func IsNotFound(err error) bool { return client.IsErrNotFound(err) }
+
+// Containers lists every container, stopped ones included, of the compose
+// project, each inspected so StartedAt is exact.
+func (c *Client) Containers(ctx context.Context, project string) ([]Container, error) {
+	return c.list(ctx, LabelProject+"="+project)
+}
+
+// ContainersWithLabel lists every container carrying the label (key or
+// key=value), stopped ones included.
+func (c *Client) ContainersWithLabel(ctx context.Context, label string) ([]Container, error) {
+	return c.list(ctx, label)
+}
+
+func (c *Client) list(ctx context.Context, label string) ([]Container, error) {
+	sums, err := c.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil {
+		return nil, fmt.Errorf("list containers with label %s: %w", label, err)
+	}
+	out := make([]Container, 0, len(sums))
+	for _, s := range sums {
+		ctr, err := c.Inspect(ctx, s.ID)
+		if IsNotFound(err) {
+			continue // removed between list and inspect
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ctr)
+	}
+	return out, nil
+}
+
+// Service finds the one container of a compose service.
+func (c *Client) Service(ctx context.Context, project, service string) (Container, error) {
+	ctrs, err := c.list(ctx, LabelProject+"="+project)
+	if err != nil {
+		return Container{}, err
+	}
+	var found []Container
+	for _, ctr := range ctrs {
+		if ctr.Service == service {
+			found = append(found, ctr)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Container{}, fmt.Errorf("no container for service %q in compose project %q (is the stack up? `make up`)", service, project)
+	case 1:
+		return found[0], nil
+	default:
+		return Container{}, fmt.Errorf("%d containers for service %q in compose project %q; proxybench expects one", len(found), service, project)
+	}
+}
+
+// Inspect reads one container's current state.
+func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
+	r, err := c.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return Container{}, fmt.Errorf("inspect container %s: %w", short(id), err)
+	}
+	ctr := Container{ID: r.ID, Name: strings.TrimPrefix(r.Name, "/"), ImageID: r.Image}
+	if r.Config != nil {
+		ctr.Image = r.Config.Image
+		ctr.Labels = r.Config.Labels
+		ctr.Service = r.Config.Labels[LabelService]
+		ctr.Tty = r.Config.Tty
+	}
+	if r.State != nil {
+		ctr.State = r.State.Status
+		ctr.Running = r.State.Running
+		if t, err := time.Parse(time.RFC3339Nano, r.State.StartedAt); err == nil && t.Year() > 1 {
+			ctr.StartedAt = t
+		}
+	}
+	return ctr, nil
+}
+
+// Stop stops a container, killing it after timeout.
+func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) error {
+	secs := int(timeout.Round(time.Second) / time.Second)
+	if err := c.api.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil {
+		return fmt.Errorf("stop container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Start starts a created or stopped container.
+func (c *Client) Start(ctx context.Context, id string) error {
+	if err := c.api.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Pause freezes every process of a container.
+func (c *Client) Pause(ctx context.Context, id string) error {
+	if err := c.api.ContainerPause(ctx, id); err != nil {
+		return fmt.Errorf("pause container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Unpause thaws a paused container.
+func (c *Client) Unpause(ctx context.Context, id string) error {
+	if err := c.api.ContainerUnpause(ctx, id); err != nil {
+		return fmt.Errorf("unpause container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Logs opens a container's log stream from since (inclusive, the engine's
+// semantics) with an RFC 3339 timestamp before every line. Unless the
+// container has a TTY the stream is multiplexed (see logsource). follow
+// keeps it open until the container stops or ctx ends.
+func (c *Client) Logs(ctx context.Context, id string, since time.Time, follow bool) (io.ReadCloser, error) {
+	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true, Follow: follow}
+	if !since.IsZero() {
+		opts.Since = since.UTC().Format(time.RFC3339Nano)
+	}
+	rc, err := c.api.ContainerLogs(ctx, id, opts)
+	if err != nil {
+		return nil, fmt.Errorf("logs of container %s: %w", short(id), err)
+	}
+	return rc, nil
+}
+
+// versionCmds is how each proxy prints its version when the container has
+// no proxybench.version-cmd label.
+var versionCmds = map[string][]string{
+	"nginx":   {"nginx", "-v"},
+	"haproxy": {"haproxy", "-v"},
+	"traefik": {"traefik", "version"},
+	"caddy":   {"caddy", "version"},
+}
+
+// Version runs the proxy's own version command inside the running
+// container and returns one short line such as "nginx/1.22.1",
+// "HAProxy 2.6.12-1+deb12u1", "traefik 3.6.12" or "caddy v2.11.9". The
+// label proxybench.version-cmd (argv joined by spaces, no shell) overrides
+// the command chosen by service name; its output's first line is returned.
+func (c *Client) Version(ctx context.Context, ctr Container) (string, error) {
+	argv := versionCmds[ctr.Service]
+	custom := false
+	if cmd := strings.Fields(ctr.Labels[LabelVersionCmd]); len(cmd) > 0 {
+		argv, custom = cmd, true
+	}
+	if len(argv) == 0 {
+		return "", fmt.Errorf("no version command for container %s (service %q): set label %s", ctr.Name, ctr.Service, LabelVersionCmd)
+	}
+	out, err := c.exec(ctx, ctr.ID, argv)
+	if err != nil {
+		return "", fmt.Errorf("version of %s: %w", ctr.Name, err)
+	}
+	name := ctr.Service
+	if custom {
+		name = ""
+	}
+	v, err := ParseVersion(name, out)
+	if err != nil {
+		return "", fmt.Errorf("version of %s from %q: %w", ctr.Name, strings.Join(argv, " "), err)
+	}
+	return v, nil
+}
+
+// exec runs argv in the container and returns stdout and stderr together
+// (nginx -v prints to stderr).
+func (c *Client) exec(ctx context.Context, id string, argv []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ex, err := c.api.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", fmt.Errorf("exec %q: %w", strings.Join(argv, " "), err)
+	}
+	hj, err := c.api.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", fmt.Errorf("exec %q: attach: %w", strings.Join(argv, " "), err)
+	}
+	defer hj.Close()
+	var out strings.Builder
+	if err := Demux(hj.Reader, func(_ Stream, p []byte) { out.Write(p) }); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("exec %q: read output: %w", strings.Join(argv, " "), err)
+	}
+	st, err := c.api.ContainerExecInspect(ctx, ex.ID)
+	if err != nil {
+		return "", fmt.Errorf("exec %q: %w", strings.Join(argv, " "), err)
+	}
+	if st.ExitCode != 0 {
+		return "", fmt.Errorf("exec %q exited %d: %s", strings.Join(argv, " "), st.ExitCode, firstLine(out.String()))
+	}
+	return out.String(), nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,205 @@
+package dockerx
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+)
+
+// testImage picks the newest local proxybench/debian image; tests never pull.
+func testImage(t *testing.T, c *Client) string {
+	t.Helper()
+	imgs, err := c.api.ImageList(context.Background(), image.ListOptions{})
+	if err != nil {
+		t.Fatalf("list images: %v", err)
+	}
+	var best string
+	var created int64
+	for _, im := range imgs {
+		for _, tag := range im.RepoTags {
+			if strings.HasPrefix(tag, "proxybench/debian:") && im.Created >= created {
+				best, created = tag, im.Created
+			}
+		}
+	}
+	if best == "" {
+		t.Skip("no local proxybench/debian image (built by scripts/; never pulled)")
+	}
+	return best
+}
+
+func newClient(t *testing.T) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := New(ctx)
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestLifecycle runs a throwaway container on the real engine and drives it
+// through every call of the package.
+func TestLifecycle(t *testing.T) {
+	c := newClient(t)
+	img := testImage(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	project := fmt.Sprintf("proxybench-dockerx-test-%d", os.Getpid())
+	created, err := c.api.ContainerCreate(ctx, &container.Config{
+		Image: img,
+		Cmd:   []string{"sh", "-c", "i=0; while :; do echo out $i; echo err $i >&2; i=$((i+1)); sleep 0.1; done"},
+		Labels: map[string]string{
+			LabelProject:    project,
+			LabelService:    "ticker",
+			LabelVersionCmd: "cat /etc/debian_version",
+		},
+	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, project+"-ticker")
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	id := created.ID
+	t.Cleanup(func() {
+		_ = c.api.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true})
+	})
+
+	// Created but never started: listed (All), not running, no start time.
+	ctrs, err := c.Containers(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ctrs) != 1 || ctrs[0].ID != id || ctrs[0].Running || !ctrs[0].StartedAt.IsZero() {
+		t.Fatalf("before start: got %+v, want one stopped container %s", ctrs, id[:12])
+	}
+	if ctrs[0].Service != "ticker" || ctrs[0].Name != project+"-ticker" || ctrs[0].Image != img || !strings.HasPrefix(ctrs[0].ImageID, "sha256:") {
+		t.Errorf("fields: %+v", ctrs[0])
+	}
+
+	if err := c.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Service(ctx, project, "ticker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Running || first.State != "running" || first.StartedAt.IsZero() {
+		t.Fatalf("after start: %+v", first)
+	}
+
+	v, err := c.Version(ctx, first)
+	if err != nil {
+		t.Fatalf("version: %v", err)
+	}
+	if !strings.HasPrefix(v, "12.") {
+		t.Errorf("version = %q, want a bookworm 12.x", v)
+	}
+
+	if err := c.Pause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := c.Inspect(ctx, id); p.State != "paused" || !p.Running {
+		t.Errorf("after pause: state %q running %v, want paused and running", p.State, p.Running)
+	}
+	if err := c.Unpause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+
+	time.Sleep(300 * time.Millisecond)
+	if err := c.Stop(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := c.Inspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stopped.Running || stopped.State != "exited" {
+		t.Fatalf("after stop: %+v", stopped)
+	}
+
+	// Logs from the start of the first run: both streams, demultiplexed,
+	// each line with a timestamp not before the start.
+	rc, err := c.Logs(ctx, id, first.StartedAt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs, errs int
+	err = Demux(rc, func(s Stream, p []byte) {
+		sc := bufio.NewScanner(bytes.NewReader(p))
+		for sc.Scan() {
+			ts, msg, _ := strings.Cut(sc.Text(), " ")
+			tt, perr := time.Parse(time.RFC3339Nano, ts)
+			if perr != nil || tt.Before(first.StartedAt) {
+				t.Errorf("line %q: timestamp %v before start %v (%v)", sc.Text(), tt, first.StartedAt, perr)
+			}
+			switch {
+			case s == Stdout && strings.HasPrefix(msg, "out "):
+				outs++
+			case s == Stderr && strings.HasPrefix(msg, "err "):
+				errs++
+			default:
+				t.Errorf("stream %d carried %q", s, msg)
+			}
+		}
+	})
+	rc.Close()
+	if outs == 0 || errs == 0 {
+		t.Errorf("logs: %d stdout and %d stderr lines, want both > 0 (demux err %v)", outs, errs, err)
+	}
+
+	// A restart is a new process: a later StartedAt under the same ID.
+	if err := c.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Inspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.StartedAt.After(first.StartedAt) {
+		t.Errorf("restart: StartedAt %v not after %v", second.StartedAt, first.StartedAt)
+	}
+
+	if _, err := c.Service(ctx, project, "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("missing service: err = %v", err)
+	}
+	if _, err := c.Inspect(ctx, "proxybench-no-such-container"); !IsNotFound(err) {
+		t.Errorf("inspect missing: err = %v, want not found", err)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ service, out, want string }{
+		{"nginx", "nginx version: nginx/1.22.1\n", "nginx/1.22.1"},
+		{"haproxy", "HAProxy version 2.6.12-1+deb12u1 2023/12/16 - https://haproxy.org/\nStatus: long-term supported branch\n", "HAProxy 2.6.12-1+deb12u1"},
+		{"traefik", "Version:      3.6.12\nCodename:     ramequin\nGo version:   go1.26.8\n", "traefik 3.6.12"},
+		{"caddy", "v2.11.9 h1:abc=\n", "caddy v2.11.9"},
+		{"", "\n12.13\n", "12.13"},
+	} {
+		got, err := ParseVersion(tc.service, tc.out)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseVersion(%q, %q) = %q, %v; want %q", tc.service, tc.out, got, err, tc.want)
+		}
+	}
+	if _, err := ParseVersion("nginx", "sh: nginx: not found"); err == nil {
+		t.Error("garbage nginx output: want error")
+	}
+}
+
+func TestDemuxRejectsTTYStream(t *testing.T) {
+	t.Parallel()
+	err := Demux(strings.NewReader("hello world, not framed"), func(Stream, []byte) {})
+	if err == nil || !strings.Contains(err.Error(), "TTY") {
+		t.Errorf("err = %v, want a hint about TTY", err)
+	}
+}

@@ -1,0 +1,147 @@
+// Package manifest owns results/<run>/manifest.json: the loadgen's local,
+// crash-safe record of a run (cells, windows, exact percentiles). The loadgen
+// writes it after every finished cell; the reporter reads it to add exact
+// HdrHistogram percentiles to what it queries from Prometheus.
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SchemaVersion changes whenever a field changes meaning or is removed.
+const SchemaVersion = 1
+
+// Manifest is one run.
+type Manifest struct {
+	Schema   int               `json:"schema"`
+	Run      string            `json:"run"`
+	Status   string            `json:"status"` // running, done, interrupted, failed
+	Started  time.Time         `json:"started"`
+	Updated  time.Time         `json:"updated"`
+	Plan     json.RawMessage   `json:"plan,omitempty"`     // the expanded plan as the loadgen ran it
+	Versions map[string]string `json:"versions,omitempty"` // proxy -> version printed by its running binary
+	Host     Host              `json:"host"`
+	Cells    []Cell            `json:"cells"`
+}
+
+// Host describes where the run happened.
+type Host struct {
+	Hostname string `json:"hostname"`
+	OS       string `json:"os"`
+	Kernel   string `json:"kernel"`
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model,omitempty"`
+	MemBytes uint64 `json:"mem_bytes,omitempty"`
+	Loadgen  string `json:"loadgen_version,omitempty"`
+	Docker   string `json:"docker_version,omitempty"`
+}
+
+// Cell statuses.
+const (
+	CellOK      = "ok"      // ran its full window
+	CellFailed  = "failed"  // the proxy or origin broke; Reason says how
+	CellAborted = "aborted" // stopped by the user (Ctrl-C) before its end
+	CellSkipped = "skipped" // not run: unsupported scenario or failed preflight
+)
+
+// Cell is one proxy x origin x scenario x tier x repeat.
+type Cell struct {
+	ID       string `json:"id"` // stable within a run, e.g. "nginx.fast.simple.quick.r1"
+	Proxy    string `json:"proxy"`
+	Origin   string `json:"origin"`
+	Scenario string `json:"scenario"`
+	Tier     string `json:"tier"`
+	Repeat   int    `json:"repeat"`
+
+	Mode        string  `json:"mode"` // closed, open, stages
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate_rps,omitempty"` // offered rate in open loop
+	Path        string  `json:"path"`               // request path through the proxy
+	DurationS   float64 `json:"duration_seconds"`   // planned measured duration
+	WarmupS     float64 `json:"warmup_seconds"`
+
+	// Window is the measured interval: warm-up is before Start and excluded.
+	WarmupStart *time.Time `json:"warmup_start,omitempty"`
+	Start       time.Time  `json:"start"`
+	End         time.Time  `json:"end"`
+
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+
+	Requests     int64            `json:"requests"`                // completed with an HTTP status
+	Errors       int64            `json:"errors"`                  // no HTTP status: transport errors
+	Codes        map[string]int64 `json:"codes"`                   // status code -> count
+	ErrorReasons map[string]int64 `json:"error_reasons,omitempty"` // reason -> count
+	Bytes        int64            `json:"bytes"`                   // response body bytes read
+	Scheduled    int64            `json:"scheduled,omitempty"`     // open loop: intended sends
+	Sent         int64            `json:"sent,omitempty"`          // open loop: actual sends
+	Latency      Latency          `json:"latency"`
+	WrongOrigin  int64            `json:"wrong_origin,omitempty"` // 2xx without the expected X-Origin
+}
+
+// Latency holds exact HdrHistogram values in seconds (1 µs .. 60 s, 3 s.f.).
+type Latency struct {
+	Count  int64   `json:"count"`
+	Min    float64 `json:"min"`
+	Mean   float64 `json:"mean"`
+	Stddev float64 `json:"stddev"`
+	P50    float64 `json:"p50"`
+	P90    float64 `json:"p90"`
+	P95    float64 `json:"p95"`
+	P99    float64 `json:"p99"`
+	P999   float64 `json:"p99_9"`
+	P9999  float64 `json:"p99_99"`
+	Max    float64 `json:"max"`
+}
+
+// Write stores m at path atomically (temp file, fsync, rename), so a crash
+// mid-write leaves the previous version intact.
+func Write(path string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create results dir: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".manifest-*.json")
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	defer os.Remove(f.Name()) // no-op after a successful rename
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync manifest: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close manifest: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("replace manifest: %w", err)
+	}
+	return nil
+}
+
+// Read loads a manifest and checks its schema version.
+func Read(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode manifest %s: %w", path, err)
+	}
+	if m.Schema != SchemaVersion {
+		return nil, fmt.Errorf("manifest %s has schema %d, this build reads %d: rebuild the report with the matching proxybench version", path, m.Schema, SchemaVersion)
+	}
+	return &m, nil
+}

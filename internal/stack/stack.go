@@ -1,0 +1,81 @@
+// Package stack owns the fixed facts of the lab that every part agrees on:
+// the proxies and origins, their compose service names, ports and routes.
+// DESIGN.md §3 is the source; change both together.
+package stack
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Proxy is one reverse proxy under test.
+type Proxy struct {
+	Name    string // label value and compose service name
+	Port    int    // traffic port on 127.0.0.1
+	Go      bool   // a Go program: gctrace is parsed for it
+	Metrics string // its own metrics endpoint, "" when none
+}
+
+// Origin is one upstream server sharing the origin contract.
+type Origin struct {
+	Name    string // label value and route prefix: /<name>/...
+	Service string // compose service name
+	Port    int
+}
+
+// Proxies lists the proxies in the order a run visits them.
+var Proxies = []Proxy{
+	{Name: "nginx", Port: 8882, Metrics: "http://127.0.0.1:8982/stub_status"},
+	{Name: "haproxy", Port: 8885, Metrics: "http://127.0.0.1:8985/metrics"},
+	{Name: "traefik", Port: 8883, Go: true, Metrics: "http://127.0.0.1:8983/metrics"},
+	{Name: "caddy", Port: 8884, Go: true, Metrics: "http://127.0.0.1:8984/metrics"},
+	{Name: "custom", Port: 8881},
+}
+
+// Origins lists the four origins.
+var Origins = []Origin{
+	{Name: "node", Service: "origin-node", Port: 9101},
+	{Name: "python", Service: "origin-python", Port: 9102},
+	{Name: "go", Service: "origin-go", Port: 9103},
+	{Name: "fast", Service: "origin-fast", Port: 9104},
+}
+
+// DefaultProxies are the proxies a run covers when none are named: the
+// custom slot is opt-in.
+func DefaultProxies() []string { return []string{"nginx", "haproxy", "traefik", "caddy"} }
+
+// DefaultOrigins are all four origins.
+func DefaultOrigins() []string { return names(Origins, func(o Origin) string { return o.Name }) }
+
+// LookupProxy finds a proxy by name.
+func LookupProxy(name string) (Proxy, error) {
+	for _, p := range Proxies {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Proxy{}, fmt.Errorf("unknown proxy %q (known: %s)", name, strings.Join(names(Proxies, func(p Proxy) string { return p.Name }), ", "))
+}
+
+// LookupOrigin finds an origin by name.
+func LookupOrigin(name string) (Origin, error) {
+	for _, o := range Origins {
+		if o.Name == name {
+			return o, nil
+		}
+	}
+	return Origin{}, fmt.Errorf("unknown origin %q (known: %s)", name, strings.Join(DefaultOrigins(), ", "))
+}
+
+// URL is the address of path on origin through proxy, path starting with '/'.
+func URL(p Proxy, origin, path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/%s%s", p.Port, origin, path)
+}
+
+func names[T any](xs []T, f func(T) string) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, f(x))
+	}
+	return out
+}

@@ -1,0 +1,369 @@
+package attack
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The lean client speaks HTTP/1.1 over one net.Conn per worker: the request
+// bytes are built once per run, the response is parsed in place from a
+// bufio.Reader and the body discarded, so a request costs two syscalls and no
+// allocation. net/http costs several times more CPU per request (see
+// BenchmarkRequest), which would make the instrument the bottleneck.
+
+// doer sends one request and reads the whole response.
+type doer interface {
+	do(deadline time.Time) (response, error)
+	close()
+}
+
+type response struct {
+	code     int
+	bytes    int64 // body bytes read
+	originOK bool  // X-Origin matched (or nothing was expected)
+}
+
+// protocolError is a response the client could not parse.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "malformed response: " + e.msg }
+
+func errProto(format string, a ...any) error { return &protocolError{fmt.Sprintf(format, a...)} }
+
+// request is the immutable part shared by every connection of a run.
+type request struct {
+	addr      string // host:port to dial
+	wire      []byte // the full request, headers and body
+	head      bool   // HEAD: responses have no body
+	closeConn bool   // new connection per request
+	origin    []byte // expected X-Origin, nil = no check
+	timeout   time.Duration
+}
+
+func buildRequest(s *Spec) (*request, error) {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, fmt.Errorf("spec URL %q: %w", s.URL, err)
+	}
+	host := u.Host
+	addr := host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	path := u.RequestURI()
+	method := s.Method
+	if method == "" {
+		method = "GET"
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, host)
+	hasUA := false
+	for k, vs := range s.Header {
+		if strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Connection") {
+			continue // owned by the client: they decide framing and routing
+		}
+		if strings.EqualFold(k, "User-Agent") {
+			hasUA = true
+		}
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	if !hasUA {
+		b.WriteString("User-Agent: proxybench-loadgen\r\n")
+	}
+	if len(s.Body) > 0 || method == "POST" || method == "PUT" || method == "PATCH" {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(s.Body))
+	}
+	if s.NewConnPerRequest {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	b.Write(s.Body)
+	r := &request{
+		addr:      addr,
+		wire:      b.Bytes(),
+		head:      method == "HEAD",
+		closeConn: s.NewConnPerRequest,
+		timeout:   s.Timeout,
+	}
+	if s.ExpectOrigin != "" {
+		r.origin = []byte(s.ExpectOrigin)
+	}
+	return r, nil
+}
+
+// leanConn is one worker's connection.
+type leanConn struct {
+	req    *request
+	dialer net.Dialer
+	c      net.Conn
+	br     *bufio.Reader
+	used   bool // c already carried a response: a failure before any byte may be a stale keep-alive
+}
+
+func newLeanConn(r *request) *leanConn {
+	return &leanConn{req: r}
+}
+
+func (l *leanConn) close() {
+	if l.c != nil {
+		l.c.Close()
+		l.c = nil
+	}
+}
+
+func (l *leanConn) do(deadline time.Time) (response, error) {
+	resp, err, stale := l.try(deadline)
+	if stale && time.Now().Before(deadline) {
+		// The server closed an idle keep-alive connection before it saw our
+		// request (net/http retries the same way): nothing was processed.
+		resp, err, _ = l.try(deadline)
+	}
+	return resp, err
+}
+
+func (l *leanConn) try(deadline time.Time) (resp response, err error, stale bool) {
+	if l.c == nil {
+		l.dialer.Deadline = deadline
+		c, err := l.dialer.Dial("tcp", l.req.addr)
+		if err != nil {
+			return resp, fmt.Errorf("dial: %w", err), false
+		}
+		l.c = c
+		l.used = false
+		if l.br == nil {
+			l.br = bufio.NewReaderSize(c, 16<<10)
+		} else {
+			l.br.Reset(c)
+		}
+	}
+	if err := l.c.SetDeadline(deadline); err != nil {
+		l.close()
+		return resp, err, false
+	}
+	if _, err := l.c.Write(l.req.wire); err != nil {
+		stale = l.used
+		l.close()
+		return resp, err, stale
+	}
+	resp, keep, err := readResponse(l.br, l.req.head, l.req.origin)
+	if err != nil {
+		stale = l.used && errors.Is(err, errNoBytes)
+		l.close()
+		return resp, err, stale
+	}
+	if !keep || l.req.closeConn {
+		l.close()
+	} else {
+		l.used = true
+	}
+	return resp, nil, false
+}
+
+// errNoBytes marks a connection that ended before the first response byte.
+var errNoBytes = errors.New("connection closed before any response byte")
+
+type noBytesError struct{ err error }
+
+func (e *noBytesError) Error() string   { return e.err.Error() }
+func (e *noBytesError) Unwrap() []error { return []error{e.err, errNoBytes} }
+
+// readResponse reads one response, skipping 1xx interim responses, and
+// discards its body. keep reports whether the connection may carry another.
+func readResponse(br *bufio.Reader, head bool, origin []byte) (resp response, keep bool, err error) {
+	first := true
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			if first && len(line) == 0 {
+				if err == io.EOF {
+					return resp, false, &noBytesError{io.EOF}
+				}
+				return resp, false, &noBytesError{err}
+			}
+			return resp, false, statusErr(err)
+		}
+		first = false
+		code, minor, err := parseStatusLine(line)
+		if err != nil {
+			return resp, false, err
+		}
+		h, err := readHeaders(br, origin)
+		if err != nil {
+			return resp, false, err
+		}
+		if code == 101 {
+			return resp, false, errProto("unexpected 101 switching protocols")
+		}
+		if code >= 100 && code < 200 {
+			continue
+		}
+		resp.code = code
+		resp.originOK = origin == nil || h.originOK
+		keep = !h.close && (minor >= 1 || h.keepAlive)
+		switch {
+		case head || code == 204 || code == 304:
+		case h.chunked:
+			resp.bytes, err = discardChunked(br)
+		case h.length >= 0:
+			var n int
+			n, err = br.Discard(int(h.length))
+			resp.bytes = int64(n)
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+		default: // body until the server closes
+			var n int64
+			n, err = io.Copy(io.Discard, br)
+			resp.bytes = n
+			keep = false
+		}
+		if err != nil {
+			return resp, false, fmt.Errorf("read body: %w", err)
+		}
+		return resp, keep, nil
+	}
+}
+
+func statusErr(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	if err == bufio.ErrBufferFull {
+		return errProto("status line longer than 16 KiB")
+	}
+	return err
+}
+
+func parseStatusLine(line []byte) (code, minor int, err error) {
+	// "HTTP/1.1 200 OK\r\n"; the reason phrase may be empty.
+	if len(line) < 14 || string(line[:7]) != "HTTP/1." || line[8] != ' ' ||
+		(len(line) > 12 && line[12] != ' ' && line[12] != '\r' && line[12] != '\n') {
+		return 0, 0, errProto("bad status line %q", trim(line))
+	}
+	minor = int(line[7] - '0')
+	if minor < 0 || minor > 9 {
+		return 0, 0, errProto("bad status line %q", trim(line))
+	}
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return 0, 0, errProto("bad status code %q", trim(line))
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 100 {
+		return 0, 0, errProto("bad status code %q", trim(line))
+	}
+	return code, minor, nil
+}
+
+func trim(b []byte) []byte {
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return bytes.TrimRight(b, "\r\n")
+}
+
+type headers struct {
+	length    int64 // -1: none
+	chunked   bool
+	close     bool
+	keepAlive bool
+	originOK  bool
+}
+
+var (
+	hContentLength    = []byte("content-length")
+	hTransferEncoding = []byte("transfer-encoding")
+	hConnection       = []byte("connection")
+	hXOrigin          = []byte("x-origin")
+)
+
+func readHeaders(br *bufio.Reader, origin []byte) (h headers, err error) {
+	h.length = -1
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			if err == bufio.ErrBufferFull {
+				return h, errProto("header line longer than 16 KiB")
+			}
+			return h, statusErr(err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			return h, nil
+		}
+		i := bytes.IndexByte(line, ':')
+		if i <= 0 {
+			return h, errProto("bad header line %q", trim(line))
+		}
+		name, val := line[:i], bytes.TrimSpace(line[i+1:])
+		switch {
+		case bytes.EqualFold(name, hContentLength):
+			n, perr := strconv.ParseInt(string(val), 10, 64)
+			if perr != nil || n < 0 || (h.length >= 0 && h.length != n) {
+				return h, errProto("bad Content-Length %q", trim(val))
+			}
+			h.length = n
+		case bytes.EqualFold(name, hTransferEncoding):
+			if !bytes.EqualFold(val, []byte("chunked")) && !bytes.EqualFold(val, []byte("identity")) {
+				return h, errProto("unsupported Transfer-Encoding %q", trim(val))
+			}
+			h.chunked = h.chunked || bytes.EqualFold(val, []byte("chunked"))
+		case bytes.EqualFold(name, hConnection):
+			for _, tok := range bytes.Split(val, []byte(",")) {
+				tok = bytes.TrimSpace(tok)
+				h.close = h.close || bytes.EqualFold(tok, []byte("close"))
+				h.keepAlive = h.keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+			}
+		case origin != nil && bytes.EqualFold(name, hXOrigin):
+			h.originOK = bytes.Equal(val, origin)
+		}
+	}
+}
+
+func discardChunked(br *bufio.Reader) (total int64, err error) {
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return total, statusErr(err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i]
+		}
+		line = bytes.TrimSpace(line)
+		size, perr := strconv.ParseUint(string(line), 16, 63)
+		if perr != nil || len(line) == 0 {
+			return total, errProto("bad chunk size %q", trim(line))
+		}
+		if size == 0 {
+			// Trailers end with an empty line.
+			if _, err := readHeaders(br, nil); err != nil {
+				return total, err
+			}
+			return total, nil
+		}
+		n, err := br.Discard(int(size))
+		total += int64(n)
+		if err != nil {
+			return total, statusErr(err)
+		}
+		crlf, err := br.ReadSlice('\n')
+		if err != nil {
+			return total, statusErr(err)
+		}
+		if len(bytes.TrimRight(crlf, "\r\n")) != 0 {
+			return total, errProto("chunk not followed by CRLF")
+		}
+	}
+}

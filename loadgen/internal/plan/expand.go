@@ -1,0 +1,112 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Cell is one planned proxy x origin x scenario x tier x repeat.
+type Cell struct {
+	ID          string   `json:"id"`
+	Proxy       string   `json:"proxy"`
+	Origin      string   `json:"origin"`
+	Scenario    string   `json:"scenario"`
+	Tier        string   `json:"tier"`
+	Repeat      int      `json:"repeat"`
+	Path        string   `json:"path"`
+	Mode        string   `json:"mode"`
+	Concurrency int      `json:"concurrency"`
+	Rate        float64  `json:"rate_rps,omitempty"`
+	Duration    Duration `json:"duration"`
+	Warmup      Duration `json:"warmup"`
+	Skip        string   `json:"skip,omitempty"` // why it will not run (scenario not ready)
+}
+
+// RepeatLabel is the repeat as the metric label value.
+func (c Cell) RepeatLabel() string { return strconv.Itoa(c.Repeat) }
+
+// CellID is <proxy>.<origin>.<scenario>.<tier>.r<repeat>.
+func CellID(proxy, origin, scenario, tier string, repeat int) string {
+	return fmt.Sprintf("%s.%s.%s.%s.r%d", proxy, origin, scenario, tier, repeat)
+}
+
+// Expanded is the plan as run: the plan plus every cell in order. It is what
+// results/<run>/plan.json and the manifest's plan hold.
+type Expanded struct {
+	Plan
+	LongRun bool   `json:"long_run"` // cooldown between proxies applies
+	Cells   []Cell `json:"cells"`
+}
+
+// Expand lists the cells proxy-major (every cell of a proxy together, so a
+// proxy is isolated and cooled down once), then tier (short cells first),
+// repeat, origin, scenario: repeats are interleaved across origins so a
+// transient disturbance does not hit all repeats of one cell.
+func (p *Plan) Expand() (*Expanded, error) {
+	tiers, err := p.tiers()
+	if err != nil {
+		return nil, fmt.Errorf("tier: %w", err)
+	}
+	x := &Expanded{Plan: *p, LongRun: p.LongRun()}
+	for _, proxy := range p.Proxies {
+		for _, t := range tiers {
+			for r := 1; r <= p.Repeats; r++ {
+				for _, origin := range p.Origins {
+					for _, name := range p.Scenarios {
+						sc, err := LookupScenario(name)
+						if err != nil {
+							return nil, err
+						}
+						c := Cell{
+							ID:    CellID(proxy, origin, name, t.Name, r),
+							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
+							Path: sc.Path(origin), Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
+							Duration: Duration(t.Duration), Skip: sc.NotReady,
+						}
+						if t.Duration >= WarmupThreshold {
+							c.Warmup = p.Warmup
+						}
+						if p.Mode == "stages" {
+							c.Rate = peak(p.Stages)
+							if p.StageKind == "concurrency" {
+								c.Concurrency, c.Rate = int(peak(p.Stages)), 0
+							}
+						}
+						x.Cells = append(x.Cells, c)
+					}
+				}
+			}
+		}
+	}
+	return x, nil
+}
+
+func peak(st []Stage) float64 {
+	var m float64
+	for _, s := range st {
+		m = max(m, s.Target)
+	}
+	return m
+}
+
+// Estimate is how long the run takes at least: cells, warm-ups, settles,
+// cooldowns and the linger (not preflight or Docker calls).
+func (x *Expanded) Estimate() time.Duration {
+	var d time.Duration
+	prev := ""
+	for i, c := range x.Cells {
+		if c.Skip != "" {
+			continue
+		}
+		if i > 0 {
+			d += time.Duration(x.Settle)
+		}
+		if prev != "" && prev != c.Proxy && x.LongRun {
+			d += max(0, time.Duration(x.Cooldown)-time.Duration(x.Settle))
+		}
+		prev = c.Proxy
+		d += time.Duration(c.Warmup + c.Duration)
+	}
+	return d + time.Duration(x.Linger)
+}

@@ -1,0 +1,260 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// field is one plan setting as a flag: the flag's help text and its parser
+// live here together, so the help cannot drift from what is parsed.
+type field struct {
+	name, usage string
+	bool        bool
+	get         func(*Plan) string
+	set         func(*Plan, string) error
+}
+
+var fields = []field{
+	{name: "run", usage: "run `id`: names results/<run>/ (default: UTC start time, e.g. 20261130T051500Z)",
+		get: func(p *Plan) string { return p.Run }, set: func(p *Plan, s string) error { p.Run = s; return nil }},
+	{name: "tier", usage: "`tier`: quick (5s), medium (60s), soak (300s), all, or durations such as 10s,90s",
+		get: func(p *Plan) string { return p.Tier }, set: func(p *Plan, s string) error { p.Tier = s; return nil }},
+	{name: "proxies", usage: "comma list of `proxies`, run in this order",
+		get: func(p *Plan) string { return strings.Join(p.Proxies, ",") }, set: func(p *Plan, s string) error { p.Proxies = list(s); return nil }},
+	{name: "origins", usage: "comma list of `origins`",
+		get: func(p *Plan) string { return strings.Join(p.Origins, ",") }, set: func(p *Plan, s string) error { p.Origins = list(s); return nil }},
+	{name: "scenarios", usage: "comma list of `scenarios` (" + scenarioNames() + ")",
+		get: func(p *Plan) string { return strings.Join(p.Scenarios, ",") }, set: func(p *Plan, s string) error { p.Scenarios = list(s); return nil }},
+	{name: "mode", usage: "load `mode`: closed, open or stages (default: open when -rate > 0, stages when -stages given, else closed)",
+		get: func(p *Plan) string { return p.Mode }, set: func(p *Plan, s string) error { p.Mode = s; return nil }},
+	{name: "concurrency", usage: "closed loop: connections; open loop: max requests in flight (`n`)",
+		get: func(p *Plan) string { return strconv.Itoa(p.Concurrency) }, set: intField(func(p *Plan) *int { return &p.Concurrency })},
+	{name: "rate", usage: "open loop `rate` in requests/s (0 = closed loop)",
+		get: func(p *Plan) string { return strconv.FormatFloat(p.Rate, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.Rate })},
+	{name: "stages", usage: "ramp as `duration:target,...` pairs, e.g. 10s:100,30s:500",
+		get: func(p *Plan) string { return formatStages(p.Stages) }, set: func(p *Plan, s string) (err error) { p.Stages, err = ParseStages(s); return err }},
+	{name: "stage-kind", usage: "`what` -stages ramps: rate (open loop) or concurrency (closed loop)",
+		get: func(p *Plan) string { return p.StageKind }, set: func(p *Plan, s string) error { p.StageKind = s; return nil }},
+	{name: "repeats", usage: "repeat every cell `n` times",
+		get: func(p *Plan) string { return strconv.Itoa(p.Repeats) }, set: intField(func(p *Plan) *int { return &p.Repeats })},
+	{name: "isolate", usage: "pause the other proxies of the project while one is measured", bool: true,
+		get: func(p *Plan) string { return strconv.FormatBool(p.Isolate) },
+		set: func(p *Plan, s string) (err error) { p.Isolate, err = strconv.ParseBool(s); return err }},
+	{name: "warmup", usage: "`duration` of traffic before the window of cells >= 30s, kept out of it",
+		get: func(p *Plan) string { return p.Warmup.String() }, set: durField(func(p *Plan) *Duration { return &p.Warmup })},
+	{name: "cooldown", usage: "`duration` of quiet between proxies in runs with cells >= 30s",
+		get: func(p *Plan) string { return p.Cooldown.String() }, set: durField(func(p *Plan) *Duration { return &p.Cooldown })},
+	{name: "settle", usage: "`duration` of quiet between cells (>= 3s keeps the reporter's counts exact)",
+		get: func(p *Plan) string { return p.Settle.String() }, set: durField(func(p *Plan) *Duration { return &p.Settle })},
+	{name: "linger", usage: "keep /metrics up this `long` after the last cell so Prometheus scrapes the final values",
+		get: func(p *Plan) string { return p.Linger.String() }, set: durField(func(p *Plan) *Duration { return &p.Linger })},
+	{name: "timeout", usage: "per request `timeout`",
+		get: func(p *Plan) string { return p.Timeout.String() }, set: durField(func(p *Plan) *Duration { return &p.Timeout })},
+	{name: "preflight-wait", usage: "retry a proxy's broken routes up to this `long` before skipping its cells",
+		get: func(p *Plan) string { return p.Preflight.String() }, set: durField(func(p *Plan) *Duration { return &p.Preflight })},
+	{name: "results", usage: "results `dir`: the run goes to <results>/<run>/",
+		get: func(p *Plan) string { return p.Results }, set: func(p *Plan, s string) error { p.Results = s; return nil }},
+	{name: "metrics-addr", usage: "listen `address` of /metrics for Prometheus",
+		get: func(p *Plan) string { return p.MetricsAddr }, set: func(p *Plan, s string) error { p.MetricsAddr = s; return nil }},
+	{name: "project", usage: "compose `project` of the stack",
+		get: func(p *Plan) string { return p.Project }, set: func(p *Plan, s string) error { p.Project = s; return nil }},
+	{name: "slo-p99", usage: "p99 latency objective (`duration`), carried to the reporter",
+		get: func(p *Plan) string { return p.SLO.P99.String() }, set: durField(func(p *Plan) *Duration { return &p.SLO.P99 })},
+	{name: "slo-error-ratio", usage: "error `ratio` objective (0.01 = 1%), carried to the reporter",
+		get: func(p *Plan) string { return strconv.FormatFloat(p.SLO.ErrorRatio, 'g', -1, 64) },
+		set: floatField(func(p *Plan) *float64 { return &p.SLO.ErrorRatio })},
+}
+
+// Load builds the plan of `loadgen run`: Default, then the YAML file of
+// -plan, then every flag given explicitly (flags win), then Finish and
+// Validate. It returns flag.ErrHelp after printing help for -h.
+func Load(args []string, now time.Time, stderr io.Writer) (*Plan, error) {
+	fs := flag.NewFlagSet("loadgen run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: loadgen run [-plan FILE] [flags]\n\nRuns the benchmark matrix and writes <results>/<run>/. Flags override the plan file.\n\n")
+		fs.PrintDefaults()
+	}
+	file := fs.String("plan", "", "YAML plan file (keys are the flag names with _ for -); flags override it")
+	def := Default()
+	raw := map[string]*rawValue{}
+	for _, f := range fields {
+		v := &rawValue{def: f.get(&def), bool: f.bool}
+		raw[f.name] = v
+		fs.Var(v, f.name, f.usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: loadgen run takes only flags", fs.Arg(0))
+	}
+	p := def
+	if *file != "" {
+		var err error
+		if p, err = ReadFile(*file); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range fields { // in table order, only those given
+		if v := raw[f.name]; v.set {
+			if err := f.set(&p, v.val); err != nil {
+				return nil, fmt.Errorf("flag -%s %q: %w", f.name, v.val, err)
+			}
+		}
+	}
+	p.Finish(now)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ReadFile reads a YAML plan strictly over the defaults: an unknown key, a
+// wrong type or a bad duration is an error naming the file and line.
+func ReadFile(path string) (Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan file: %w", err)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan file %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse decodes one YAML document over Default.
+func Parse(b []byte) (Plan, error) {
+	p := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return Plan{}, fmt.Errorf("%s (known keys: %s)", strings.Join(te.Errors, "; "), strings.Join(yamlKeys(), ", "))
+		}
+		return Plan{}, fmt.Errorf("%w", err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Plan{}, fmt.Errorf("more than one YAML document: a plan file holds one")
+	}
+	return p, nil
+}
+
+// ParseStages reads 10s:100,30s:500.
+func ParseStages(s string) ([]Stage, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Stage
+	for _, part := range strings.Split(s, ",") {
+		d, t, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, fmt.Errorf("stage %q: write duration:target, e.g. 30s:500", part)
+		}
+		var st Stage
+		if err := st.Duration.Set(d); err != nil {
+			return nil, fmt.Errorf("stage %q: %w", part, err)
+		}
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			return nil, fmt.Errorf("stage %q: target %q is not a number", part, t)
+		}
+		st.Target = v
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func formatStages(st []Stage) string {
+	parts := make([]string, len(st))
+	for i, s := range st {
+		parts[i] = fmt.Sprintf("%s:%g", s.Duration, s.Target)
+	}
+	return strings.Join(parts, ",")
+}
+
+func list(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func intField(ptr func(*Plan) *int) func(*Plan, string) error {
+	return func(p *Plan, s string) error {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("not a whole number")
+		}
+		*ptr(p) = v
+		return nil
+	}
+}
+
+func floatField(ptr func(*Plan) *float64) func(*Plan, string) error {
+	return func(p *Plan, s string) error {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("not a number")
+		}
+		*ptr(p) = v
+		return nil
+	}
+}
+
+func durField(ptr func(*Plan) *Duration) func(*Plan, string) error {
+	return func(p *Plan, s string) error { return ptr(p).Set(s) }
+}
+
+func scenarioNames() string {
+	var n []string
+	for _, s := range Scenarios {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func yamlKeys() []string {
+	var keys []string
+	t := reflect.TypeOf(Plan{})
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// rawValue keeps a flag's text until the file is read, so flags win over it.
+type rawValue struct {
+	def, val  string
+	set, bool bool
+}
+
+func (v *rawValue) String() string {
+	if v == nil {
+		return ""
+	}
+	if v.set {
+		return v.val
+	}
+	return v.def
+}
+func (v *rawValue) Set(s string) error { v.val, v.set = s, true; return nil }
+func (v *rawValue) IsBoolFlag() bool   { return v.bool }

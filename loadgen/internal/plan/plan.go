@@ -1,0 +1,219 @@
+// Package plan owns what a benchmark run is asked to do: the Plan (from
+// flags and/or a strict YAML file), its defaults and validation at load time,
+// the tiers and the scenario table, and its expansion into the ordered list
+// of cells the runner executes. It sends no traffic and touches no Docker.
+package plan
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"proxybench/internal/stack"
+)
+
+// Thresholds of DESIGN §3: warm-up and cooldown only pay off for long cells.
+const (
+	// WarmupThreshold is the shortest cell that gets a warm-up.
+	WarmupThreshold = 30 * time.Second
+	// CooldownThreshold: a run with a cell at least this long cools down
+	// between proxies.
+	CooldownThreshold = 30 * time.Second
+)
+
+// Plan is one run as the user asked for it. Field names are the YAML keys
+// and the flag names (with '-' for '_').
+type Plan struct {
+	Run       string   `yaml:"run" json:"run"`             // run id, default a UTC timestamp
+	Tier      string   `yaml:"tier" json:"tier"`           // quick|medium|soak|all or a comma list of durations
+	Proxies   []string `yaml:"proxies" json:"proxies"`     // in the order they run
+	Origins   []string `yaml:"origins" json:"origins"`     //
+	Scenarios []string `yaml:"scenarios" json:"scenarios"` // see Scenarios
+
+	Mode        string   `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages
+	Concurrency int      `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
+	Rate        float64  `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
+	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
+	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
+	Repeats     int      `yaml:"repeats" json:"repeats"`               //
+	Isolate     bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
+	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
+	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
+	Settle      Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
+	Linger      Duration `yaml:"linger" json:"linger"`                 // metrics kept up after the last cell
+	Timeout     Duration `yaml:"timeout" json:"timeout"`               // per request
+	Preflight   Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long
+	Results     string   `yaml:"results" json:"results"`               // results root
+	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
+	Project     string   `yaml:"project" json:"project"`               // compose project
+	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+}
+
+// Stage is one ramp step.
+type Stage struct {
+	Duration Duration `yaml:"duration" json:"duration"`
+	Target   float64  `yaml:"target" json:"target"`
+}
+
+// SLO is what the reporter judges a cell against; the runner only carries it.
+type SLO struct {
+	P99        Duration `yaml:"p99" json:"p99"`
+	ErrorRatio float64  `yaml:"error_ratio" json:"error_ratio"`
+}
+
+// Default is the plan of `loadgen run` with no flags, except Run, which
+// Finish fills from the clock.
+func Default() Plan {
+	return Plan{
+		Tier:        "quick",
+		Proxies:     stack.DefaultProxies(),
+		Origins:     stack.DefaultOrigins(),
+		Scenarios:   []string{"simple"},
+		Concurrency: 50,
+		StageKind:   "rate",
+		Repeats:     1,
+		Isolate:     true,
+		Warmup:      Duration(5 * time.Second),
+		Cooldown:    Duration(10 * time.Second),
+		Settle:      Duration(3 * time.Second),
+		Linger:      Duration(5 * time.Second),
+		Timeout:     Duration(10 * time.Second),
+		Preflight:   Duration(10 * time.Second),
+		Results:     "results",
+		MetricsAddr: ":9500",
+		Project:     "proxybench",
+		SLO:         SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
+	}
+}
+
+// RunID is the default run id: the UTC start time, sortable.
+func RunID(now time.Time) string { return now.UTC().Format("20060102T150405Z") }
+
+var runIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Finish fills the run id when empty and resolves Mode.
+func (p *Plan) Finish(now time.Time) {
+	if p.Run == "" {
+		p.Run = RunID(now)
+	}
+	if p.Mode == "" {
+		switch {
+		case len(p.Stages) > 0:
+			p.Mode = "stages"
+		case p.Rate > 0:
+			p.Mode = "open"
+		default:
+			p.Mode = "closed"
+		}
+	}
+}
+
+// Validate checks every field and reports all problems at once, each naming
+// the field, the bad value and what to do.
+func (p *Plan) Validate() error {
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+
+	if !runIDRe.MatchString(p.Run) || p.Run == "history" {
+		bad("run %q: use 1-64 letters, digits, '.', '_' or '-' (it names results/<run>/; 'history' is reserved)", p.Run)
+	}
+	if _, err := ParseTiers(p.Tier); err != nil {
+		bad("tier: %v", err)
+	}
+	checkNames(&errs, "proxies", p.Proxies, func(n string) error { _, err := stack.LookupProxy(n); return err })
+	checkNames(&errs, "origins", p.Origins, func(n string) error { _, err := stack.LookupOrigin(n); return err })
+	checkNames(&errs, "scenarios", p.Scenarios, func(n string) error { _, err := LookupScenario(n); return err })
+
+	switch p.Mode {
+	case "closed":
+		if p.Rate != 0 {
+			bad("rate %g with mode closed: drop the rate (closed loop) or use mode open", p.Rate)
+		}
+		if p.Concurrency < 1 {
+			bad("concurrency %d: closed loop needs at least 1 connection", p.Concurrency)
+		}
+	case "open":
+		if p.Rate <= 0 {
+			bad("rate %g with mode open: give a rate > 0 requests/s", p.Rate)
+		}
+	case "stages":
+		if len(p.Stages) == 0 {
+			bad("mode stages without stages: give stages such as 10s:100,30s:500")
+		}
+		if p.StageKind != "rate" && p.StageKind != "concurrency" {
+			bad("stage_kind %q: use rate (open loop) or concurrency (closed loop)", p.StageKind)
+		}
+	default:
+		bad("mode %q: use closed, open or stages (or leave it empty: rate > 0 means open)", p.Mode)
+	}
+	if p.Mode != "stages" && len(p.Stages) > 0 {
+		bad("stages given with mode %s: use mode stages or drop the stages", p.Mode)
+	}
+	for i, s := range p.Stages {
+		if s.Duration <= 0 || s.Target < 0 {
+			bad("stages[%d] %s:%g: a stage needs a duration > 0 and a target >= 0", i, s.Duration, s.Target)
+		}
+	}
+	if p.Concurrency < 0 || p.Concurrency > 100000 {
+		bad("concurrency %d: use 1..100000", p.Concurrency)
+	}
+	if p.Rate < 0 {
+		bad("rate %g: must be >= 0 (0 = closed loop)", p.Rate)
+	}
+	if p.Repeats < 1 || p.Repeats > 100 {
+		bad("repeats %d: use 1..100", p.Repeats)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+		min  time.Duration
+	}{
+		{"warmup", p.Warmup, 0}, {"cooldown", p.Cooldown, 0}, {"settle", p.Settle, 0},
+		{"linger", p.Linger, 0}, {"timeout", p.Timeout, time.Millisecond}, {"preflight_wait", p.Preflight, 0},
+		{"slo.p99", p.SLO.P99, 0},
+	} {
+		if time.Duration(d.v) < d.min {
+			bad("%s %s: must be at least %s", d.name, d.v, d.min)
+		}
+	}
+	if p.SLO.ErrorRatio < 0 || p.SLO.ErrorRatio > 1 {
+		bad("slo.error_ratio %g: a ratio in 0..1 (0.01 = 1%%)", p.SLO.ErrorRatio)
+	}
+	if strings.TrimSpace(p.Results) == "" {
+		bad("results: give the results directory (default results)")
+	}
+	if p.Project == "" && p.Isolate {
+		bad("project: isolation needs the compose project name (default proxybench)")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid plan:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+func checkNames(errs *[]string, field string, names []string, lookup func(string) error) {
+	if len(names) == 0 {
+		*errs = append(*errs, fmt.Sprintf("%s: empty; name at least one", field))
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if err := lookup(n); err != nil {
+			*errs = append(*errs, fmt.Sprintf("%s: %v", field, err))
+		}
+		if seen[n] {
+			*errs = append(*errs, fmt.Sprintf("%s: %q listed twice", field, n))
+		}
+		seen[n] = true
+	}
+}
+
+// LongRun reports whether any cell is long enough for cooldowns.
+func (p *Plan) LongRun() bool {
+	tiers, err := p.tiers()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(tiers, func(t Tier) bool { return t.Duration >= CooldownThreshold })
+}

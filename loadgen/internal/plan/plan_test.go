@@ -1,0 +1,270 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 30, 5, 15, 0, 0, time.UTC)
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string // substrings, all must appear
+		check   func(t *testing.T, p *Plan)
+	}{
+		{name: "defaults", check: func(t *testing.T, p *Plan) {
+			if p.Run != "20261130T051500Z" || p.Tier != "quick" || p.Mode != "closed" || p.Concurrency != 50 || !p.Isolate ||
+				p.MetricsAddr != ":9500" || strings.Join(p.Proxies, ",") != "nginx,haproxy,traefik,caddy" {
+				t.Errorf("defaults: %+v", p)
+			}
+		}},
+		{name: "brief example", args: strings.Fields("-tier quick -proxies nginx,traefik -origins fast,go -concurrency 50 -results results"),
+			check: func(t *testing.T, p *Plan) {
+				if strings.Join(p.Proxies, ",") != "nginx,traefik" || strings.Join(p.Origins, ",") != "fast,go" {
+					t.Errorf("got %v %v", p.Proxies, p.Origins)
+				}
+			}},
+		{name: "rate means open", args: []string{"-rate", "500"}, check: func(t *testing.T, p *Plan) {
+			if p.Mode != "open" {
+				t.Errorf("mode %q", p.Mode)
+			}
+		}},
+		{name: "stages", args: []string{"-stages", "10s:100,20s:300"}, check: func(t *testing.T, p *Plan) {
+			if p.Mode != "stages" || len(p.Stages) != 2 || time.Duration(p.Stages[1].Duration) != 20*time.Second || p.Stages[1].Target != 300 {
+				t.Errorf("stages %+v mode %q", p.Stages, p.Mode)
+			}
+		}},
+		{name: "isolate off", args: []string{"-isolate=false"}, check: func(t *testing.T, p *Plan) {
+			if p.Isolate {
+				t.Error("isolate still on")
+			}
+		}},
+		{name: "file then flags win", args: []string{"-plan", "testdata/good.yaml", "-repeats", "2", "-proxies", "caddy"},
+			check: func(t *testing.T, p *Plan) {
+				if p.Tier != "medium" || p.Repeats != 2 || strings.Join(p.Proxies, ",") != "caddy" || p.Concurrency != 100 ||
+					time.Duration(p.Warmup) != 7*time.Second || time.Duration(p.SLO.P99) != 20*time.Millisecond || p.SLO.ErrorRatio != 0.001 {
+					t.Errorf("merged plan %+v", p)
+				}
+			}},
+		{name: "unknown yaml field", args: []string{"-plan", "testdata/unknown.yaml"},
+			wantErr: []string{"testdata/unknown.yaml", "line 3", "concurency", "known keys:", "concurrency"}},
+		{name: "bad yaml duration", args: []string{"-plan", "testdata/badduration.yaml"},
+			wantErr: []string{"testdata/badduration.yaml", "line 2", `"soon"`}},
+		{name: "missing file", args: []string{"-plan", "testdata/nope.yaml"}, wantErr: []string{"nope.yaml"}},
+		{name: "bad tier", args: []string{"-tier", "fast"}, wantErr: []string{"tier:", `"fast"`, "quick, medium, soak, all"}},
+		{name: "bad tier duration", args: []string{"-tier", "10s,500ms"}, wantErr: []string{"duration 500ms"}},
+		{name: "bad proxy", args: []string{"-proxies", "nginx,envoy"}, wantErr: []string{"proxies:", `unknown proxy "envoy"`, "known: nginx"}},
+		{name: "bad origin and scenario", args: []string{"-origins", "rust", "-scenarios", "grpc"},
+			wantErr: []string{`unknown origin "rust"`, `unknown scenario "grpc"`}},
+		{name: "duplicate proxy", args: []string{"-proxies", "nginx,nginx"}, wantErr: []string{`"nginx" listed twice`}},
+		{name: "closed with rate", args: []string{"-mode", "closed", "-rate", "10"}, wantErr: []string{"rate 10 with mode closed"}},
+		{name: "open without rate", args: []string{"-mode", "open"}, wantErr: []string{"rate 0 with mode open"}},
+		{name: "bad flag value", args: []string{"-concurrency", "many"}, wantErr: []string{"-concurrency", "many", "whole number"}},
+		{name: "bad run id", args: []string{"-run", "../etc"}, wantErr: []string{`run "../etc"`}},
+		{name: "zero repeats", args: []string{"-repeats", "0"}, wantErr: []string{"repeats 0"}},
+		{name: "stray arg", args: []string{"quick"}, wantErr: []string{`unexpected argument "quick"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := Load(tc.args, now, io.Discard)
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("no error, plan %+v", p)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, p)
+		})
+	}
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if _, err := Load([]string{"-h"}, now, &buf); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err %v", err)
+	}
+	for _, f := range fields {
+		if !strings.Contains(buf.String(), "-"+f.name) {
+			t.Errorf("help lacks -%s", f.name)
+		}
+	}
+	if !strings.Contains(buf.String(), "(default :9500)") {
+		t.Errorf("help lacks defaults:\n%s", buf.String())
+	}
+}
+
+// Every flag has a YAML key of the same name, so a plan file can say all a
+// command line can.
+func TestFlagsMatchYAMLKeys(t *testing.T) {
+	t.Parallel()
+	keys := map[string]bool{}
+	for _, k := range yamlKeys() {
+		keys[k] = true
+	}
+	for _, f := range fields {
+		k := strings.ReplaceAll(f.name, "-", "_")
+		if strings.HasPrefix(k, "slo_") {
+			continue // nested under slo:
+		}
+		if !keys[k] {
+			t.Errorf("flag -%s has no yaml key %s", f.name, k)
+		}
+	}
+}
+
+func TestExpandOrderAndIDs(t *testing.T) {
+	t.Parallel()
+	p, err := Load(strings.Fields("-tier 5s,30s -proxies traefik,nginx -origins fast,go -repeats 2 -scenarios simple,auth"), now, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Cells) != 2*2*2*2*2 {
+		t.Fatalf("%d cells", len(x.Cells))
+	}
+	var ids []string
+	for _, c := range x.Cells[:9] {
+		ids = append(ids, c.ID)
+	}
+	want := []string{
+		"traefik.fast.simple.5s.r1", "traefik.fast.auth.5s.r1", "traefik.go.simple.5s.r1", "traefik.go.auth.5s.r1",
+		"traefik.fast.simple.5s.r2", "traefik.fast.auth.5s.r2", "traefik.go.simple.5s.r2", "traefik.go.auth.5s.r2",
+		"traefik.fast.simple.30s.r1",
+	}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("order\n got %v\nwant %v", ids, want)
+	}
+	// proxy-major: once a proxy is left it never comes back.
+	seen := map[string]bool{}
+	prev := ""
+	for _, c := range x.Cells {
+		if c.Proxy != prev {
+			if seen[c.Proxy] {
+				t.Fatalf("proxy %s resumes at %s", c.Proxy, c.ID)
+			}
+			seen[c.Proxy], prev = true, c.Proxy
+		}
+	}
+	c := x.Cells[0]
+	if c.Path != "/fast/" || c.Skip != "" || x.Cells[1].Skip == "" || x.Cells[1].Path != "/auth/fast/" {
+		t.Errorf("paths/skip: %+v %+v", c, x.Cells[1])
+	}
+	if !x.LongRun {
+		t.Error("30s tier should make a long run")
+	}
+}
+
+func TestWarmupAndCooldownThreshold(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		tier       string
+		wantWarmup []time.Duration
+		long       bool
+	}{
+		{"quick", []time.Duration{0}, false},
+		{"29s", []time.Duration{0}, false},
+		{"30s", []time.Duration{5 * time.Second}, true},
+		{"5s,60s", []time.Duration{0, 5 * time.Second}, true},
+		{"all", []time.Duration{0, 5 * time.Second, 5 * time.Second}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.tier, func(t *testing.T) {
+			t.Parallel()
+			p, err := Load([]string{"-tier", tc.tier, "-proxies", "nginx", "-origins", "fast"}, now, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := p.Expand()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(x.Cells) != len(tc.wantWarmup) {
+				t.Fatalf("%d cells", len(x.Cells))
+			}
+			for i, c := range x.Cells {
+				if time.Duration(c.Warmup) != tc.wantWarmup[i] {
+					t.Errorf("%s warmup %s, want %s", c.ID, c.Warmup, tc.wantWarmup[i])
+				}
+			}
+			if x.LongRun != tc.long {
+				t.Errorf("long run %v, want %v", x.LongRun, tc.long)
+			}
+		})
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	t.Parallel()
+	p, err := Load(strings.Fields("-tier 30s -proxies nginx,caddy -origins fast -settle 3s -cooldown 10s -warmup 5s -linger 5s"), now, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := p.Expand()
+	// 35 + (3 settle + 7 more cooldown) + 35 + 5 linger
+	if got, want := x.Estimate(), 85*time.Second; got != want {
+		t.Errorf("estimate %s, want %s", got, want)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"good.yaml", "unknown.yaml", "badduration.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("stages: [{duration: 1s, target: 5}]\nmode: stages\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Parse(b)
+		if err != nil {
+			return
+		}
+		p.Finish(now)
+		if p.Validate() == nil {
+			if _, err := p.Expand(); err != nil {
+				t.Fatalf("valid plan does not expand: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzParseTiers(f *testing.F) {
+	for _, s := range []string{"quick", "all", "10s,90s", "quick,quick", "1h59m", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tiers, err := ParseTiers(s)
+		if err != nil {
+			return
+		}
+		for _, tr := range tiers {
+			if tr.Duration < time.Second || tr.Duration > MaxCell {
+				t.Fatalf("%q gave tier %+v", s, tr)
+			}
+		}
+	})
+}

@@ -1,0 +1,153 @@
+// Package preflight owns proving that every proxy reaches every origin
+// before any load is sent: one GET per route checking status, body and the
+// X-Origin header, a proxy x origin table, and the proxies' real versions.
+// The runner uses CheckProxy to skip the cells of a broken route.
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"proxybench/internal/stack"
+)
+
+// Body is what every origin answers to GET / (the origin contract).
+const Body = "proxybench origin ok\n"
+
+// Result is the state of one route.
+type Result struct {
+	Proxy, Origin, URL string
+	OK                 bool
+	Short              string // table cell: ok, refused, timeout, status 502, wrong origin, bad body, ...
+	Reason             string // one line saying what is wrong and what it means
+}
+
+// Target maps a proxy name to the base URL of its traffic port.
+type Target func(proxy string) (string, error)
+
+// StackTarget is the real stack: http://127.0.0.1:<port of the proxy>.
+func StackTarget(proxy string) (string, error) {
+	p, err := stack.LookupProxy(proxy)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", p.Port), nil
+}
+
+// NewClient is the client preflight uses: no environment proxy (traffic
+// must go straight to 127.0.0.1) and no keep-alive, so each check opens a
+// fresh connection and a proxy that stopped accepting is noticed.
+func NewClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse // a redirect is a broken route, not something to follow
+		},
+	}
+}
+
+// CheckRoute sends GET <base>/<origin>/ and checks the answer.
+func CheckRoute(ctx context.Context, c *http.Client, proxy, base, origin string, timeout time.Duration) Result {
+	r := Result{Proxy: proxy, Origin: origin, URL: base + "/" + origin + "/"}
+	fail := func(short, format string, a ...any) Result {
+		r.Short, r.Reason = short, fmt.Sprintf("%s -> %s: ", proxy, origin)+fmt.Sprintf(format, a...)
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL, nil)
+	if err != nil {
+		return fail("bad url", "%v", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		short := transportShort(err)
+		switch short {
+		case "refused":
+			return fail(short, "connection refused at %s: is %s running? (make up)", base, proxy)
+		case "timeout":
+			return fail(short, "no answer within %s from %s", timeout, r.URL)
+		}
+		return fail(short, "GET %s: %v", r.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return fail(transportShort(err), "reading the body of %s: %v", r.URL, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fail(fmt.Sprintf("status %d", resp.StatusCode), "status %d, want 200 (%s): check the proxy's route /%s/ and that origin %s is up",
+			resp.StatusCode, firstLine(body), origin, origin)
+	}
+	if got := resp.Header.Get("X-Origin"); got != origin {
+		if got == "" {
+			return fail("no X-Origin", "response lacks X-Origin: the proxy answered itself or stripped the header")
+		}
+		return fail("wrong origin", "X-Origin %q, want %q: the proxy routes /%s/ to the wrong origin", got, origin, origin)
+	}
+	if string(body) != Body {
+		return fail("bad body", "body %q, want %q", firstLine(body), Body)
+	}
+	r.OK, r.Short = true, "ok"
+	return r
+}
+
+// CheckProxy checks the proxy's routes to every origin, retrying the broken
+// ones every 500 ms until they all pass or wait has elapsed (a stack that is
+// still starting answers with refusals or 502s for a while).
+func CheckProxy(ctx context.Context, c *http.Client, proxy, base string, origins []string, timeout, wait time.Duration) []Result {
+	out := make([]Result, len(origins))
+	deadline := time.Now().Add(wait)
+	for {
+		broken := 0
+		for i, o := range origins {
+			if !out[i].OK {
+				out[i] = CheckRoute(ctx, c, proxy, base, o, timeout)
+			}
+			if !out[i].OK {
+				broken++
+			}
+		}
+		if broken == 0 || ctx.Err() != nil || !time.Now().Add(500*time.Millisecond).Before(deadline) {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func transportShort(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "eof"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "error"
+}
+
+func firstLine(b []byte) string {
+	for i, c := range b {
+		if c == '\n' || i >= 120 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

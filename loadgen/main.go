@@ -1,0 +1,47 @@
+// Command loadgen is proxybench's instrument: it sends the load, measures it
+// exactly, publishes it to Prometheus and runs the benchmark matrix.
+//
+//	loadgen run       [flags]   run a plan (the matrix) and write results/<run>/
+//	loadgen attack    [flags]   one load against one URL, summary on stdout
+//	loadgen preflight [flags]   check every proxy x origin route, print versions
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"proxybench/loadgen/internal/attackcmd"
+	"proxybench/loadgen/internal/preflight"
+	"proxybench/loadgen/internal/runner"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// command is the shape every subcommand has: it owns its flags and returns
+// the process exit code.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int
+
+var commands = map[string]command{
+	"run":       runner.Main,
+	"attack":    attackcmd.Main,
+	"preflight": preflight.Main,
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || commands[args[0]] == nil {
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight [flags]   (loadgen CMD -h for flags)")
+		return 2
+	}
+	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every
+	// finished cell is kept; a second one kills the process the usual way.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return commands[args[0]](ctx, args[1:], stdout, stderr, log)
+}

@@ -1,0 +1,71 @@
+// Command fast is the "fast" origin of proxybench: the contract of
+// origins/README.md served by a hand-rolled HTTP/1.1 server over net.Conn.
+// It exists so that the origin is never the bottleneck when a proxy is
+// measured: one goroutine and two fixed buffers per connection, keep-alive
+// and pipelining, and no allocation per request on GET /.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"proxybench/origins/internal/contract"
+)
+
+func main() { os.Exit(run(os.Getenv, os.Stderr)) }
+
+func run(getenv func(string) string, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg, err := contract.LoadConfig(getenv, "fast")
+	if err != nil {
+		log.Error("bad config", "err", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("origin failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, cfg contract.Config, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	s := newServer(cfg.Name, time.Now)
+	go s.keepDate(ctx, time.Second)
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	log.Info("origin listening", "name", cfg.Name, "addr", ln.Addr().String())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: back off instead of spinning; the
+				// connections being served will free some.
+				log.Warn("accept", "err", err)
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		go s.serveConn(c)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"proxybench/origins/internal/contract"
+)
+
+// Buffer sizes per connection. A request line or header line longer than
+// readBufSize is refused (414/431); responses bigger than writeBufSize go
+// straight to the socket.
+const (
+	readBufSize  = 8 << 10
+	writeBufSize = 4 << 10
+	maxHeaders   = 100
+	// headerTimeout bounds how long a started request head may take.
+	headerTimeout = 10 * time.Second
+	// keepBodyBuf is the largest echo buffer a connection keeps for reuse;
+	// bigger ones are dropped after the request so idle connections stay small.
+	keepBodyBuf = 1 << 20
+	// maxDiscard is the most unwanted request body read to keep a
+	// connection alive; beyond it the connection is closed instead.
+	maxDiscard = 256 << 10
+)
+
+// server holds what all connections share.
+type server struct {
+	name string
+	now  func() time.Time
+	date atomic.Pointer[[]byte] // "Date: ...\r\n", refreshed every second
+}
+
+func newServer(name string, now func() time.Time) *server {
+	s := &server{name: name, now: now}
+	s.setDate()
+	return s
+}
+
+func (s *server) setDate() {
+	b := s.now().UTC().AppendFormat([]byte("Date: "), "Mon, 02 Jan 2006 15:04:05 GMT")
+	b = append(b, "\r\n"...)
+	s.date.Store(&b)
+}
+
+// keepDate refreshes the cached Date header: formatting it per request
+// would cost more than the rest of GET /.
+func (s *server) keepDate(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.setDate()
+		}
+	}
+}
+
+// transport is what a connection needs of its socket; a net.Conn in
+// production, an in-memory pipe in the benchmark.
+type transport interface {
+	io.ReadWriter
+	SetReadDeadline(time.Time) error
+}
+
+// conn is one client connection and everything it reuses between requests.
+type conn struct {
+	s       *server
+	t       transport
+	r       *bufio.Reader
+	w       *bufio.Writer
+	req     request
+	scratch []byte // small bodies (/delay, /status)
+	num     [20]byte
+	body    []byte // echo buffer, kept while at most keepBodyBuf
+}
+
+func (s *server) newConn(t transport) *conn {
+	return &conn{
+		s:       s,
+		t:       t,
+		r:       bufio.NewReaderSize(t, readBufSize),
+		w:       bufio.NewWriterSize(t, writeBufSize),
+		scratch: make([]byte, 0, 64),
+		req:     request{path: make([]byte, 0, 64), ctype: make([]byte, 0, 64)},
+	}
+}
+
+func (s *server) serveConn(nc net.Conn) {
+	c := s.newConn(nc)
+	for c.serveOne() {
+	}
+	closeGently(nc)
+}
+
+// serveOne reads one request and answers it; false means close the
+// connection.
+func (c *conn) serveOne() bool {
+	if c.r.Buffered() == 0 {
+		c.t.SetReadDeadline(c.s.now().Add(contract.IdleTimeout)) // fails only once closed, and the read then fails too
+		if _, err := c.r.Peek(1); err != nil {
+			return false // idle timeout or the client closed: no request, no answer
+		}
+	}
+	c.t.SetReadDeadline(c.s.now().Add(headerTimeout))
+	status := c.readRequest()
+	if status != 0 {
+		c.req.close = true
+		c.replyError(status)
+		c.w.Flush() // closing anyway
+		return false
+	}
+	c.t.SetReadDeadline(time.Time{})
+	keep := c.handle()
+	if !keep {
+		c.w.Flush() // closing anyway
+		return false
+	}
+	// Flush only when no pipelined request is already waiting, so a
+	// pipeline of requests costs one write.
+	if c.r.Buffered() == 0 {
+		if err := c.w.Flush(); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// closeGently half-closes and drains briefly before closing, so that a
+// client still sending a body we refused reads our answer instead of a
+// reset (the same dance as net/http's closeWriteAndWait).
+func closeGently(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.CloseWrite()                                            // best effort
+		tc.SetReadDeadline(time.Now().Add(500 * time.Millisecond)) // best effort
+		io.CopyN(io.Discard, tc, 1<<20)                            // best effort
+	}
+	nc.Close()
+}
+
+func (c *conn) writeUint(v int) {
+	c.w.Write(strconv.AppendInt(c.num[:0], int64(v), 10))
+}

@@ -1,0 +1,102 @@
+// Package collect owns what the reporter asks Prometheus: it discovers a
+// run's cells from the cell-window series and queries each cell over exactly
+// its window (anchored increases evaluated with @ at the window's end).
+package collect
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"proxybench/reporter/internal/promapi"
+)
+
+// Window is one cell as the loadgen announced it in Prometheus.
+type Window struct {
+	ID, Proxy, Origin, Scenario, Tier string
+	Repeat                            int
+	Start, End                        time.Time
+	Concurrency                       int
+	TargetRate                        float64
+	Failed                            bool
+	Ended                             bool // an end timestamp was published
+}
+
+// Lookback bounds how far back discovery searches for a run's window series.
+const Lookback = 400 * 24 * time.Hour
+
+// Discover finds every cell of run from Prometheus alone, sorted by start.
+func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time) ([]Window, error) {
+	sel := fmt.Sprintf(`{run=%s}[%s]`, strconv.Quote(run), promapi.Duration(Lookback))
+	get := func(metric string) (map[string]promapi.Sample, error) {
+		vs, err := c.Query(ctx, "last_over_time("+metric+sel+")", now)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]promapi.Sample, len(vs))
+		for _, v := range vs {
+			m[v.Labels["cell"]] = v
+		}
+		return m, nil
+	}
+	starts, err := get("proxybench_cell_window_start_timestamp_seconds")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	if len(starts) == 0 {
+		return nil, fmt.Errorf("run %q: no proxybench_cell_window_start_timestamp_seconds series in Prometheus (is the run id right, and still in retention?)", run)
+	}
+	ends, err := get("proxybench_cell_window_end_timestamp_seconds")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	conc, err := get("proxybench_cell_concurrency")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	rate, err := get("proxybench_cell_target_rate_requests_per_second")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	failed, err := get("proxybench_cell_failed")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	out := make([]Window, 0, len(starts))
+	for id, s := range starts {
+		l := s.Labels
+		rep, _ := strconv.Atoi(l["repeat"])
+		w := Window{ID: id, Proxy: l["proxy"], Origin: l["origin"], Scenario: l["scenario"], Tier: l["tier"], Repeat: rep,
+			Start: unix(s.Value)}
+		if e, ok := ends[id]; ok && e.Value > 0 {
+			w.End, w.Ended = unix(e.Value), true
+		} else {
+			w.End = s.Time // never ended: the last time the series was seen
+		}
+		if v, ok := conc[id]; ok {
+			w.Concurrency = int(v.Value)
+		}
+		if v, ok := rate[id]; ok {
+			w.TargetRate = v.Value
+		}
+		if v, ok := failed[id]; ok {
+			w.Failed = v.Value != 0
+		}
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Start.Equal(out[j].Start) {
+			return out[i].Start.Before(out[j].Start)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func unix(s float64) time.Time {
+	sec, frac := math.Modf(s)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC()
+}

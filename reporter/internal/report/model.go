@@ -1,0 +1,241 @@
+// Package report owns the report model, the report.json schema (versioned by
+// SchemaVersion) and the judgements made on it: validity flags per cell, SLO
+// verdicts, and summaries across repeats of the same cell.
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+)
+
+// SchemaVersion names the report.json schema; it changes whenever a field
+// changes meaning or is removed (adding a field keeps it).
+const SchemaVersion = "proxybench.report/v1"
+
+// Num is a float that encodes NaN (unknown, not measured) as JSON null.
+type Num float64
+
+// NaN is the unknown Num.
+func NaN() Num { return Num(math.NaN()) }
+
+// Known reports whether n holds a measured value.
+func (n Num) Known() bool { return !math.IsNaN(float64(n)) && !math.IsInf(float64(n), 0) }
+
+// MarshalJSON writes the shortest exact decimal, or null when unknown.
+func (n Num) MarshalJSON() ([]byte, error) {
+	if !n.Known() {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, float64(n), 'g', -1, 64), nil
+}
+
+// UnmarshalJSON reads a number or null.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = NaN()
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
+// Report is report.json.
+type Report struct {
+	Schema      string      `json:"schema"`
+	Run         string      `json:"run"`
+	Generated   time.Time   `json:"generated"`
+	Sources     Sources     `json:"sources"`
+	Start       time.Time   `json:"start"`
+	End         time.Time   `json:"end"`
+	Thresholds  Thresholds  `json:"thresholds"`
+	SLO         SLO         `json:"slo"`
+	Summary     Summary     `json:"summary"`
+	Cells       []Cell      `json:"cells"`
+	Groups      []Group     `json:"groups"`
+	Environment Environment `json:"environment"`
+	Notes       []string    `json:"notes,omitempty"`
+}
+
+// Sources says where the numbers came from.
+type Sources struct {
+	Prometheus        string `json:"prometheus"`
+	PrometheusVersion string `json:"prometheus_version,omitempty"`
+	PrometheusOK      bool   `json:"prometheus_reachable"`
+	Manifest          bool   `json:"manifest"`  // exact HdrHistogram percentiles available
+	Discovery         string `json:"discovery"` // "prometheus" or "manifest"
+}
+
+// Summary counts verdicts.
+type Summary struct {
+	Cells     int `json:"cells"`
+	Valid     int `json:"valid"`
+	Suspect   int `json:"suspect"`
+	Invalid   int `json:"invalid"`
+	SLOFailed int `json:"slo_failed"`
+}
+
+// Cell is one measured proxy x origin x scenario x tier x repeat window.
+type Cell struct {
+	ID            string    `json:"id"`
+	Proxy         string    `json:"proxy"`
+	Origin        string    `json:"origin"`
+	Scenario      string    `json:"scenario"`
+	Tier          string    `json:"tier"`
+	Repeat        int       `json:"repeat"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	DurationS     Num       `json:"duration_seconds"`
+	Concurrency   int       `json:"concurrency"`
+	TargetRateRPS Num       `json:"target_rate_rps"` // 0 = closed loop
+	Failed        bool      `json:"failed"`          // the loadgen marked the cell failed or aborted
+	ServerSide    bool      `json:"server_side"`     // Prometheus holds traffic series for this window
+
+	Requests         int64            `json:"requests"`         // responses with an HTTP status
+	TransportErrors  int64            `json:"transport_errors"` // attempts without a status
+	Codes            map[string]int64 `json:"codes"`
+	ErrorReasons     map[string]int64 `json:"error_reasons"`
+	Classes          Classes          `json:"classes"`
+	RPS              Num              `json:"rps"`                // responses / duration
+	OKRPS            Num              `json:"ok_rps"`             // 2xx / duration
+	ErrorRatio       Num              `json:"error_ratio"`        // (transport + 5xx + 4xx except 429) / attempts
+	RateLimitedRatio Num              `json:"rate_limited_ratio"` // 429 / attempts
+	WrongOrigin      int64            `json:"wrong_origin"`
+	Scheduled        int64            `json:"open_loop_scheduled"`
+	Sent             int64            `json:"open_loop_sent"`
+	InFlightMean     Num              `json:"in_flight_mean"`
+	Scrapes          int              `json:"scrapes"`
+
+	Latency    Latency    `json:"latency"`
+	ProxyRes   Resources  `json:"proxy_resources"`
+	LoadgenCPU LoadgenCPU `json:"loadgen_cpu"`
+	GC         *GC        `json:"gc,omitempty"` // Go proxies only
+
+	Series   TimeSeries `json:"timeseries"`
+	Validity Validity   `json:"validity"`
+	SLO      []SLOCheck `json:"slo"`
+}
+
+// Key identifies the cell across repeats and runs.
+func (c *Cell) Key() string { return c.Proxy + "." + c.Origin + "." + c.Scenario + "." + c.Tier }
+
+// Classes counts attempts by outcome class.
+type Classes struct {
+	S2xx      int64 `json:"2xx"`
+	S3xx      int64 `json:"3xx"`
+	S4xx      int64 `json:"4xx"` // without 429
+	S429      int64 `json:"429"`
+	S5xx      int64 `json:"5xx"`
+	Other     int64 `json:"other"`
+	Transport int64 `json:"transport"`
+}
+
+// Latency is in seconds. Prometheus values are histogram estimates (Source
+// says native or classic buckets); Exact holds the loadgen's HdrHistogram.
+type Latency struct {
+	Source string `json:"source"` // native, classic, or "" when absent
+	Count  int64  `json:"count"`
+	Mean   Num    `json:"mean"` // exact: histogram sum / count
+	P50    Num    `json:"p50"`
+	P90    Num    `json:"p90"`
+	P95    Num    `json:"p95"`
+	P99    Num    `json:"p99"`
+	P999   Num    `json:"p99_9"`
+	Max    Num    `json:"max"` // upper bound of the highest populated bucket
+	Exact  *Exact `json:"exact,omitempty"`
+}
+
+// Exact latency from the manifest (HdrHistogram, 3 significant figures).
+type Exact struct {
+	Mean Num `json:"mean"`
+	P50  Num `json:"p50"`
+	P90  Num `json:"p90"`
+	P95  Num `json:"p95"`
+	P99  Num `json:"p99"`
+	P999 Num `json:"p99_9"`
+	Max  Num `json:"max"`
+}
+
+// Resources of the proxy container (cAdvisor).
+type Resources struct {
+	CPUMeanCores     Num `json:"cpu_mean_cores"`
+	CPUPeakCores     Num `json:"cpu_peak_cores"` // highest per-scrape rate
+	MemMeanBytes     Num `json:"mem_working_set_mean_bytes"`
+	MemPeakBytes     Num `json:"mem_working_set_peak_bytes"`
+	MemSlopeMBPerMin Num `json:"mem_slope_mb_per_min"` // OLS over the window
+}
+
+// LoadgenCPU is the load generator's own CPU.
+type LoadgenCPU struct {
+	MeanCores  Num `json:"mean_cores"`
+	PeakCores  Num `json:"peak_cores"`
+	LimitCores Num `json:"limit_cores"`
+}
+
+// GC is a Go proxy's garbage collector over the window (gctrace).
+type GC struct {
+	Cycles            Num `json:"cycles"`
+	ForcedCycles      Num `json:"forced_cycles"`
+	CyclesPerS        Num `json:"cycles_per_second"`
+	CPUSeconds        Num `json:"cpu_seconds"`
+	CPUPercent        Num `json:"cpu_percent"` // GC CPU / (duration x GOMAXPROCS)
+	ShareOfProxyCPU   Num `json:"share_of_proxy_cpu_percent"`
+	PauseP50          Num `json:"stw_pause_p50_seconds"`
+	PauseP99          Num `json:"stw_pause_p99_seconds"`
+	PauseMax          Num `json:"stw_pause_max_seconds"` // bucket upper bound
+	LiveHeapMeanBytes Num `json:"live_heap_mean_bytes"`
+	LiveHeapSlope     Num `json:"live_heap_slope_mb_per_min"`
+}
+
+// TimeSeries are per-second samples over the window, T in seconds from start.
+type TimeSeries struct {
+	T      []float64 `json:"t,omitempty"`
+	CPU    []float64 `json:"cpu_cores,omitempty"`
+	MemMB  []float64 `json:"mem_mb,omitempty"`
+	HeapMB []float64 `json:"live_heap_mb,omitempty"`
+}
+
+// Group summarises the repeats of one cell key.
+type Group struct {
+	Key      string          `json:"key"`
+	Proxy    string          `json:"proxy"`
+	Origin   string          `json:"origin"`
+	Scenario string          `json:"scenario"`
+	Tier     string          `json:"tier"`
+	Repeats  int             `json:"repeats"`
+	Valid    int             `json:"valid"` // statistics use valid repeats only, all when none is valid
+	Metrics  map[string]Stat `json:"metrics"`
+}
+
+// Stat is a stats.Summary in JSON-safe numbers.
+type Stat struct {
+	N      int   `json:"n"`
+	Mean   Num   `json:"mean"`
+	Median Num   `json:"median"`
+	Stddev Num   `json:"stddev"`
+	CV     Num   `json:"cv"`
+	CILow  Num   `json:"ci95_low"`
+	CIHigh Num   `json:"ci95_high"`
+	Values []Num `json:"values"`
+}
+
+// Environment describes what ran.
+type Environment struct {
+	Proxies []ProxyEnv        `json:"proxies"`
+	Host    map[string]string `json:"host,omitempty"`
+}
+
+// ProxyEnv is one proxy's version and limits, read from the running stack.
+type ProxyEnv struct {
+	Proxy         string `json:"proxy"`
+	Image         string `json:"image,omitempty"`
+	Version       string `json:"version,omitempty"`
+	CPULimitCores Num    `json:"cpu_limit_cores"`
+	MemLimitBytes Num    `json:"mem_limit_bytes"`
+	Workers       string `json:"workers"` // the parity setting
+}

@@ -1,0 +1,137 @@
+// Package stats owns the small statistics the reporter needs: summaries
+// across repeats (mean, median, sample standard deviation, coefficient of
+// variation, Student-t confidence interval), the Mann-Whitney U test used by
+// diff, and the least-squares slope used for memory growth.
+package stats
+
+import (
+	"math"
+	"sort"
+)
+
+// Summary describes a sample of repeat measurements.
+type Summary struct {
+	N      int     `json:"n"`
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	Stddev float64 `json:"stddev"`    // sample (n-1) standard deviation; 0 when n < 2
+	CV     float64 `json:"cv"`        // stddev / |mean|; 0 when the mean is 0
+	CILow  float64 `json:"ci95_low"`  // 95 % Student-t interval of the mean
+	CIHigh float64 `json:"ci95_high"` // equal to the mean when n < 2
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// Summarize computes a Summary; NaN inputs are ignored.
+func Summarize(xs []float64) Summary {
+	v := finite(xs)
+	s := Summary{N: len(v)}
+	if s.N == 0 {
+		return s
+	}
+	s.Mean = Mean(v)
+	s.Median = Median(v)
+	s.Min, s.Max = v[0], v[0]
+	for _, x := range v {
+		s.Min = math.Min(s.Min, x)
+		s.Max = math.Max(s.Max, x)
+	}
+	s.CILow, s.CIHigh = s.Mean, s.Mean
+	if s.N >= 2 {
+		s.Stddev = Stddev(v)
+		if s.Mean != 0 {
+			s.CV = s.Stddev / math.Abs(s.Mean)
+		}
+		h := TQuantile975(s.N-1) * s.Stddev / math.Sqrt(float64(s.N))
+		s.CILow, s.CIHigh = s.Mean-h, s.Mean+h
+	}
+	return s
+}
+
+func finite(xs []float64) []float64 {
+	out := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Mean is the arithmetic mean; NaN for an empty sample.
+func Mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// Median is the middle value (mean of the two middle values for even n).
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	v := append([]float64(nil), xs...)
+	sort.Float64s(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// Stddev is the sample standard deviation (n-1 denominator).
+func Stddev(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	m := Mean(xs)
+	var ss float64
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// t975 holds the 0.975 quantile of Student's t for 1..30 degrees of freedom.
+var t975 = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+// TQuantile975 is the two-sided 95 % critical value of Student's t.
+func TQuantile975(df int) float64 {
+	switch {
+	case df < 1:
+		return math.NaN()
+	case df <= len(t975):
+		return t975[df-1]
+	default:
+		// Cornish-Fisher expansion around the normal quantile; < 0.001 off for df > 30.
+		z := 1.959964
+		d := float64(df)
+		return z + (z*z*z+z)/(4*d) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*d*d)
+	}
+}
+
+// Slope is the ordinary least-squares slope of y over x; NaN with fewer than
+// two distinct x values.
+func Slope(x, y []float64) float64 {
+	n := len(x)
+	if n != len(y) || n < 2 {
+		return math.NaN()
+	}
+	mx, my := Mean(x), Mean(y)
+	var sxy, sxx float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	if sxx == 0 {
+		return math.NaN()
+	}
+	return sxy / sxx
+}

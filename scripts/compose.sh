@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# compose.sh ARGS...: runs the compose tool on the proxybench stack with the
+# right files: the users' compose file, the host-network override (HOSTNET=1,
+# the default here) and the image names written by scripts/images.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=(-p proxybench -f compose/docker-compose.yml)
+[ "${HOSTNET:-1}" = 1 ] && files+=(-f compose/docker-compose.hostnet.yml)
+[ -f compose/images.env ] && files+=(--env-file compose/images.env)
+[ -n "${CUSTOM_IMAGE:-}" ] && files+=(--profile custom)
+# Grafana needs an admin password only when it runs; keep `config`/`down` usable without one.
+export GRAFANA_ADMIN_PASSWORD=${GRAFANA_ADMIN_PASSWORD:-}
+if docker compose version >/dev/null 2>&1; then
+  exec docker compose "${files[@]}" "$@"
+fi
+exec docker-compose "${files[@]}" "$@"

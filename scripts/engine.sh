@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# engine.sh makes sure a Docker engine and a compose tool answer.
+# Idempotent: when `docker info` works and compose is found, it does nothing.
+# On a root Debian machine without an engine it installs Debian's docker.io and
+# docker-compose, then starts dockerd in the background with its log in a file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LOG_DIR=${PROXYBENCH_STATE:-$PWD/.cache}/dockerd
+mkdir -p "$LOG_DIR"
+
+say() { printf 'engine: %s\n' "$*" >&2; }
+
+have_compose() { docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; }
+
+if docker info >/dev/null 2>&1 && have_compose; then
+  exit 0
+fi
+
+if [ "$(id -u)" != 0 ] || [ ! -f /etc/debian_version ]; then
+  say "no Docker engine answers (docker info failed) and this is not a root Debian machine."
+  say "install Docker Engine and the compose plugin (https://docs.docker.com/engine/install/), start it, and rerun."
+  exit 1
+fi
+
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]} from Debian (log: $LOG_DIR/apt.log)"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -q && apt-get install -y -q --no-install-recommends "${need[@]}" iptables ca-certificates; } >"$LOG_DIR/apt.log" 2>&1 ||
+    { say "apt-get failed; see $LOG_DIR/apt.log"; exit 1; }
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  say "starting dockerd (log: $LOG_DIR/dockerd.log)"
+  # No systemd in these sandboxes: run the daemon ourselves, detached from this shell.
+  if ! pgrep -x dockerd >/dev/null; then
+    PATH=/usr/sbin:/usr/bin:$PATH setsid nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 </dev/null &
+  fi
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || { say "dockerd did not answer within 60 s; see $LOG_DIR/dockerd.log"; tail -20 "$LOG_DIR/dockerd.log" >&2; exit 1; }
+fi
+say "docker $(docker version --format '{{.Server.Version}}') is up"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# stack.sh up|down|wait|running: the proxybench stack's lifecycle.
+#   up       engine + images, then start every service and wait until healthy
+#   down     remove every container, network and volume of the project
+#   running  exit 0 when the stack's proxies are already up (bench leaves it so)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf 'stack: %s\n' "$*" >&2; }
+
+services() {
+  # Grafana cannot be pulled or built offline; the offline stack runs without it.
+  local s="nginx haproxy traefik caddy origin-node origin-python origin-go origin-fast exporter prometheus"
+  grep -q '^OFFLINE=0' compose/images.env 2>/dev/null && s="$s grafana"
+  [ -n "${CUSTOM_IMAGE:-}" ] && s="$s custom"
+  echo "$s"
+}
+
+wait_healthy() {
+  local deadline=$((SECONDS + ${WAIT_SECONDS:-120})) bad
+  while :; do
+    bad=$(docker ps -a --filter label=com.docker.compose.project=proxybench --format '{{.Names}} {{.Status}}' |
+      grep -v '(healthy)' || true)
+    [ -z "$bad" ] && return 0
+    if [ $SECONDS -ge $deadline ]; then
+      say "not healthy after ${WAIT_SECONDS:-120}s:"; echo "$bad" >&2
+      for c in $(echo "$bad" | awk '{print $1}'); do say "--- logs of $c"; docker logs --tail 20 "$c" 2>&1 | sed 's/^/  /' >&2; done
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+case ${1:-} in
+  up)
+    scripts/engine.sh
+    scripts/images.sh
+    grep -q '^OFFLINE=1' compose/images.env && say "offline: Grafana has no local image; the stack runs without it (dashboards are checked against Prometheus)"
+    # shellcheck disable=SC2046
+    scripts/compose.sh up -d --no-build $(services) >&2
+    wait_healthy
+    say "up: $(services)" ;;
+  down)
+    docker info >/dev/null 2>&1 || exit 0
+    scripts/compose.sh --profile custom down -v --remove-orphans --timeout 5 >&2 2>/dev/null || scripts/compose.sh down -v --remove-orphans --timeout 5 >&2
+    left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench)
+    [ -n "$left" ] && docker rm -f $left >/dev/null
+    say "down" ;;
+  wait) wait_healthy ;;
+  running)
+    docker info >/dev/null 2>&1 || exit 1
+    [ -n "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter label=proxybench.role=proxy)" ] ;;
+  *) echo "usage: stack.sh up|down|wait|running" >&2; exit 2 ;;
+esac
