@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# stack.sh up|down|wait|running: the proxybench stack's lifecycle.
+# stack.sh up|stop|down|wait|running: the proxybench stack's lifecycle.
 #   up       engine + images, then start every service and wait until healthy
+#   stop     remove the containers, keep Prometheus's data volume
 #   down     remove every container, network and volume of the project
 #   running  exit 0 when the stack's proxies are already up (bench leaves it so)
 set -euo pipefail
@@ -39,6 +40,12 @@ case ${1:-} in
     scripts/compose.sh up -d --no-build $(services) >&2
     wait_healthy
     say "up: $(services)" ;;
+  stop)
+    # Containers and networks go; the Prometheus volume stays, so `make report`
+    # can rebuild any run later (`make down` removes it too).
+    docker info >/dev/null 2>&1 || exit 0
+    scripts/compose.sh --profile custom down --remove-orphans --timeout 5 >&2
+    say "stopped (Prometheus data kept)" ;;
   down)
     docker info >/dev/null 2>&1 || exit 0
     scripts/compose.sh --profile custom down -v --remove-orphans --timeout 5 >&2 2>/dev/null || scripts/compose.sh down -v --remove-orphans --timeout 5 >&2
@@ -49,5 +56,5 @@ case ${1:-} in
   running)
     docker info >/dev/null 2>&1 || exit 1
     [ -n "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter label=proxybench.role=proxy)" ] ;;
-  *) echo "usage: stack.sh up|down|wait|running" >&2; exit 2 ;;
+  *) echo "usage: stack.sh up|stop|down|wait|running" >&2; exit 2 ;;
 esac

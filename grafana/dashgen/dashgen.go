@@ -191,3 +191,41 @@ func labelVar(name, label, metric, help string) *dashboard.QueryVariableBuilder 
 
 // trafficSel is the label filter every traffic query carries.
 const trafficSel = `proxy=~"$proxy", origin=~"$origin", scenario=~"$scenario"`
+
+const (
+	cellStart = "proxybench_cell_window_start_timestamp_seconds"
+	cellEnd   = "proxybench_cell_window_end_timestamp_seconds"
+)
+
+// runVar selects runs by id. Traffic series carry no run label (runs are
+// told apart by time), so it narrows the cell annotations and cells table.
+func runVar() *dashboard.QueryVariableBuilder {
+	return labelVar("run", "run", cellStart, "Run id: selects the cell windows shown as annotations and in the cells table.")
+}
+
+// cellAnnotations mark where each measured window of the cells matching sel
+// starts and ends. The series value is the timestamp (useValueForTime), so
+// the mark is exact whatever step Grafana samples the series at.
+func cellAnnotations(b *dashboard.DashboardBuilder, sel string) {
+	for _, m := range []struct{ name, metric, color string }{
+		{"Cell start", cellStart, "green"},
+		{"Cell end", cellEnd, "red"},
+	} {
+		b.Annotation(dashboard.NewAnnotationQueryBuilder().
+			Name(m.name).
+			Datasource(ds()).
+			Enable(true).
+			Hide(false).
+			IconColor(m.color).
+			// The top-level expr (which Grafana moves into target on load)
+			// rather than target: the SDK's strict decoder drops an
+			// annotation target, so the round-trip check could not vouch
+			// for it.
+			Expr(m.metric + sel + " * 1000").
+			Step("1s").
+			UseValueForTime(true).
+			TitleFormat("{{cell}}").
+			TextFormat("run {{run}}").
+			TagKeys("proxy,origin,scenario,tier,repeat"))
+	}
+}

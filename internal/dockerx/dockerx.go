@@ -40,7 +40,10 @@ type Container struct {
 	// StartedAt is when the current (or last) process started; zero when
 	// never started. With ID it names one process lifetime.
 	StartedAt time.Time
-	Tty       bool // logs are a raw stream, not multiplexed
+	// FinishedAt is when the previous process exited; zero when none has.
+	// Log lines after it belong to the current process.
+	FinishedAt time.Time
+	Tty        bool // logs are a raw stream, not multiplexed
 }
 
 // Client is a connection to the Docker engine.
@@ -146,9 +149,8 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 	if r.State != nil {
 		ctr.State = r.State.Status
 		ctr.Running = r.State.Running
-		if t, err := time.Parse(time.RFC3339Nano, r.State.StartedAt); err == nil && t.Year() > 1 {
-			ctr.StartedAt = t
-		}
+		ctr.StartedAt = parseTime(r.State.StartedAt)
+		ctr.FinishedAt = parseTime(r.State.FinishedAt)
 	}
 	return ctr, nil
 }
@@ -266,6 +268,41 @@ func (c *Client) exec(ctx context.Context, id string, argv []string) (string, er
 		return "", fmt.Errorf("exec %q exited %d: %s", strings.Join(argv, " "), st.ExitCode, firstLine(out.String()))
 	}
 	return out.String(), nil
+}
+
+// List lists the containers, stopped ones included, that carry every
+// label given (key or key=value), from the engine's summary: cheaper than
+// Containers because nothing is inspected, so StartedAt, FinishedAt and Tty
+// are left zero.
+func (c *Client) List(ctx context.Context, labels ...string) ([]Container, error) {
+	args := filters.NewArgs()
+	for _, l := range labels {
+		args.Add("label", l)
+	}
+	sums, err := c.api.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+	if err != nil {
+		return nil, fmt.Errorf("list containers with labels %s: %w", strings.Join(labels, ","), err)
+	}
+	out := make([]Container, 0, len(sums))
+	for _, s := range sums {
+		ctr := Container{ID: s.ID, Image: s.Image, ImageID: s.ImageID, State: string(s.State), Labels: s.Labels,
+			Service: s.Labels[LabelService], Running: s.State == container.StateRunning || s.State == container.StatePaused}
+		if len(s.Names) > 0 {
+			ctr.Name = strings.TrimPrefix(s.Names[0], "/")
+		}
+		out = append(out, ctr)
+	}
+	return out, nil
+}
+
+// parseTime reads the engine's RFC 3339 times; its zero time
+// ("0001-01-01T00:00:00Z") becomes time.Time{}.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() <= 1 {
+		return time.Time{}
+	}
+	return t
 }
 
 func short(id string) string {

@@ -68,9 +68,9 @@ func (c *conn) handle() bool {
 	case q.method != methodGet && q.method != methodHead:
 		c.reply(http.StatusMethodNotAllowed, contract.TextPlain, contract.MethodNotAllowedBody, contract.AllowGet)
 	case rt == routeRoot:
-		c.reply(http.StatusOK, contract.TextPlain, contract.RootBody, "")
+		c.replyFixed(c.s.rootTail, contract.RootBody)
 	case rt == routeHealthz:
-		c.reply(http.StatusOK, contract.TextPlain, contract.HealthBody, "")
+		c.replyFixed(c.s.healthTail, contract.HealthBody)
 	case rt == routeBytes:
 		n, ok := contract.Parse(contract.BytesN, param)
 		if !ok {
@@ -158,6 +158,17 @@ func (c *conn) echo() bool {
 	}
 	c.replyBytes(http.StatusOK, ctype, buf)
 	return !q.close
+}
+
+// replyFixed answers 200 with a prebuilt tail: three buffer copies in all.
+func (c *conn) replyFixed(tail []byte, body string) {
+	if c.req.close || c.req.http10 || c.req.method == methodHead {
+		c.reply(http.StatusOK, contract.TextPlain, body, "")
+		return
+	}
+	c.w.WriteString("HTTP/1.1 200 OK\r\n")
+	c.w.Write(*c.s.date.Load())
+	c.w.Write(tail)
 }
 
 // replyError answers a request whose head could not be read.

@@ -113,7 +113,7 @@ func (q *request) header(line []byte) int {
 	if colon <= 0 || !isToken(line[:colon]) {
 		return http.StatusBadRequest // also refuses obs-fold and "Name :" forms
 	}
-	name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+	name, value := line[:colon], trimOWS(line[colon+1:])
 	switch {
 	case equalFold(name, "content-length"):
 		v, ok := parseLength(value)
@@ -131,7 +131,7 @@ func (q *request) header(line []byte) int {
 		for len(value) > 0 {
 			var tok []byte
 			tok, value, _ = bytes.Cut(value, []byte{','})
-			tok = bytes.Trim(tok, " \t")
+			tok = trimOWS(tok)
 			switch {
 			case equalFold(tok, "close"):
 				q.close = true
@@ -164,6 +164,17 @@ func parseLength(b []byte) (int64, bool) {
 	return v, true
 }
 
+// trimOWS drops the optional white space around a header value.
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 func trimEOL(b []byte) []byte {
 	b = b[:len(b)-1]
 	if len(b) > 0 && b[len(b)-1] == '\r' {
@@ -194,7 +205,7 @@ func lastToken(b []byte) []byte {
 	if i := bytes.LastIndexByte(b, ','); i >= 0 {
 		b = b[i+1:]
 	}
-	return bytes.Trim(b, " \t")
+	return trimOWS(b)
 }
 
 // isToken reports whether b is an RFC 9110 token.

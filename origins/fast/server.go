@@ -19,8 +19,6 @@ const (
 	readBufSize  = 8 << 10
 	writeBufSize = 4 << 10
 	maxHeaders   = 100
-	// headerTimeout bounds how long a started request head may take.
-	headerTimeout = 10 * time.Second
 	// keepBodyBuf is the largest echo buffer a connection keeps for reuse;
 	// bigger ones are dropped after the request so idle connections stay small.
 	keepBodyBuf = 1 << 20
@@ -33,23 +31,36 @@ const (
 type server struct {
 	name string
 	now  func() time.Time
-	date atomic.Pointer[[]byte] // "Date: ...\r\n", refreshed every second
+	// The clock of the hot path, refreshed every second: reading the time
+	// and formatting Date per request cost more than the rest of GET /.
+	date     atomic.Pointer[[]byte] // "Date: ...\r\n"
+	deadline atomic.Int64           // unix ns: now + contract.IdleTimeout
+	// Whole answers after the Date line for the fixed 200s (keep-alive).
+	rootTail, healthTail []byte
 }
 
 func newServer(name string, now func() time.Time) *server {
 	s := &server{name: name, now: now}
+	s.rootTail = fixedTail(name, contract.RootBody)
+	s.healthTail = fixedTail(name, contract.HealthBody)
 	s.setDate()
 	return s
 }
 
-func (s *server) setDate() {
-	b := s.now().UTC().AppendFormat([]byte("Date: "), "Mon, 02 Jan 2006 15:04:05 GMT")
-	b = append(b, "\r\n"...)
-	s.date.Store(&b)
+func fixedTail(name, body string) []byte {
+	return []byte("X-Origin: " + name + "\r\nContent-Type: " + contract.TextPlain +
+		"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
-// keepDate refreshes the cached Date header: formatting it per request
-// would cost more than the rest of GET /.
+func (s *server) setDate() {
+	now := s.now()
+	b := now.UTC().AppendFormat([]byte("Date: "), "Mon, 02 Jan 2006 15:04:05 GMT")
+	b = append(b, "\r\n"...)
+	s.date.Store(&b)
+	s.deadline.Store(now.Add(contract.IdleTimeout).UnixNano())
+}
+
+// keepDate refreshes the hot path's clock once a second.
 func (s *server) keepDate(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -72,14 +83,17 @@ type transport interface {
 
 // conn is one client connection and everything it reuses between requests.
 type conn struct {
-	s       *server
-	t       transport
-	r       *bufio.Reader
-	w       *bufio.Writer
-	req     request
-	scratch []byte // small bodies (/delay, /status)
-	num     [20]byte
-	body    []byte // echo buffer, kept while at most keepBodyBuf
+	s   *server
+	t   transport
+	r   *bufio.Reader
+	w   *bufio.Writer
+	req request
+	// deadline is the read deadline last set, in the server's clock: it is
+	// set again only when that clock has moved, not per request.
+	deadline int64
+	scratch  []byte // small bodies (/delay, /status)
+	num      [20]byte
+	body     []byte // echo buffer, kept while at most keepBodyBuf
 }
 
 func (s *server) newConn(t transport) *conn {
@@ -103,13 +117,18 @@ func (s *server) serveConn(nc net.Conn) {
 // serveOne reads one request and answers it; false means close the
 // connection.
 func (c *conn) serveOne() bool {
+	// One read deadline, IdleTimeout ahead, covers the idle wait, the head
+	// and the echo body: a lab origin needs no finer slowloris defence, and
+	// the hot path no clock reads.
+	if d := c.s.deadline.Load(); d != c.deadline {
+		c.deadline = d
+		c.t.SetReadDeadline(time.Unix(0, d)) // fails only once closed, and the read then fails too
+	}
 	if c.r.Buffered() == 0 {
-		c.t.SetReadDeadline(c.s.now().Add(contract.IdleTimeout)) // fails only once closed, and the read then fails too
 		if _, err := c.r.Peek(1); err != nil {
 			return false // idle timeout or the client closed: no request, no answer
 		}
 	}
-	c.t.SetReadDeadline(c.s.now().Add(headerTimeout))
 	status := c.readRequest()
 	if status != 0 {
 		c.req.close = true
@@ -117,7 +136,6 @@ func (c *conn) serveOne() bool {
 		c.w.Flush() // closing anyway
 		return false
 	}
-	c.t.SetReadDeadline(time.Time{})
 	keep := c.handle()
 	if !keep {
 		c.w.Flush() // closing anyway

@@ -168,4 +168,3 @@ func (p *parser) decimal(unit int64) (int64, error) {
 	}
 	return v, nil
 }
-

@@ -136,7 +136,7 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	for range n {
 		r.recs = append(r.recs, newRecorder(r.start))
 	}
-	if s.Mode == Open || s.StageKind == StageRate {
+	if r.pacer != nil {
 		r.rm.targetRate.Set(r.pacer.Rate(0))
 	} else {
 		r.rm.targetRate.Set(0)

@@ -3,8 +3,6 @@ package attack
 import (
 	"context"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // gaugeTick is how often the in-flight gauge, the target rate and the
@@ -178,5 +176,3 @@ func (r *run) result() *Result {
 	}
 	return res
 }
-
-var _ = hdrhistogram.New

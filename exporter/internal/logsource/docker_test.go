@@ -1,0 +1,241 @@
+package logsource
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"proxybench/internal/dockerx"
+)
+
+// recorder is a Sink keeping every gc line and reset, in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string // "gc N" or "reset"
+	other  int
+	closed bool
+}
+
+var gcLine = regexp.MustCompile(`^gc (\d+) @`)
+
+func (r *recorder) Line(_ time.Time, l []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := gcLine.FindSubmatch(l); m != nil {
+		r.events = append(r.events, "gc "+string(m[1]))
+		return
+	}
+	r.other++
+}
+
+func (r *recorder) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "reset")
+}
+
+func (r *recorder) snapshot() ([]string, int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...), r.other, r.closed
+}
+
+// flaky wraps the real engine and cuts the first log streams short after
+// a few frames, as an engine going away mid-stream would. Restarting the
+// shared engine itself would disturb everything else on this machine, so
+// only the broken stream is simulated; the data is real.
+type flaky struct {
+	*dockerx.Client
+	mu    sync.Mutex
+	cuts  int
+	bytes int
+}
+
+func (f *flaky) Logs(ctx context.Context, id string, since time.Time, follow bool) (io.ReadCloser, error) {
+	rc, err := f.Client.Logs(ctx, id, since, follow)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cuts == 0 {
+		return rc, nil
+	}
+	f.cuts--
+	return &cutReader{rc: rc, left: f.bytes}, nil
+}
+
+type cutReader struct {
+	rc   io.ReadCloser
+	left int
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errors.New("simulated engine outage")
+	}
+	if len(p) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= n
+	return n, err
+}
+
+func (c *cutReader) Close() error { return c.rc.Close() }
+
+func buildGCProg(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "gcprog")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/gcprog")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build gcprog: %v\n%s", err, b)
+	}
+	return out
+}
+
+func debianImage(t *testing.T) string {
+	t.Helper()
+	b, err := exec.Command("docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "proxybench/debian").Output()
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		t.Skip("no local proxybench/debian image (never pulled)")
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// TestDockerFollowsAcrossRestartsAndBreaks runs a real Go program with
+// gctrace in a real container, restarts it twice and breaks the log
+// stream, then checks the sink saw exactly the gc lines `docker logs`
+// holds, each once, in order, with a reset at each new process.
+func TestDockerFollowsAcrossRestartsAndBreaks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cli, err := dockerx.New(ctx)
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	defer cli.Close()
+	img := debianImage(t)
+	prog := buildGCProg(t)
+
+	project := fmt.Sprintf("proxybench-logsource-test-%d", os.Getpid())
+	name := project + "-gc"
+	run := exec.Command("docker", "create", "--name", name, "--network", "none",
+		"--label", dockerx.LabelProject+"="+project, "--label", dockerx.LabelService+"=gc", "--label", dockerx.LabelGCTrace+"=true",
+		"-e", "GODEBUG=gctrace=1", "-v", prog+":/gcprog:ro", img, "/gcprog")
+	if b, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("docker create: %v\n%s", err, b)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	ctr, err := cli.Service(ctx, project, "gc")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rec := &recorder{}
+	eng := &flaky{Client: cli, cuts: 3, bytes: 3000}
+	src := &Docker{
+		Engine:   eng,
+		Labels:   []string{dockerx.LabelProject + "=" + project, dockerx.LabelGCTrace + "=true"},
+		Open:     func(dockerx.Container) Sink { return rec },
+		Close:    func(dockerx.Container, Sink) { rec.mu.Lock(); rec.closed = true; rec.mu.Unlock() },
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Interval: 200 * time.Millisecond,
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- src.Run(sctx) }()
+
+	for i := 0; i < 3; i++ {
+		if err := cli.Start(ctx, ctr.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if err := cli.Stop(ctx, ctr.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	want := dockerGCLines(t, name)
+	deadline := time.Now().Add(20 * time.Second)
+	var got []string
+	for time.Now().Before(deadline) {
+		if got, _, _ = rec.snapshot(); len(got) >= len(want) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // anything extra would show up now
+	got, other, _ := rec.snapshot()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sink saw %d events, docker logs hold %d:\n got %v\nwant %v", len(got), len(want), got, want)
+	}
+	t.Logf("%d gc lines and resets over 3 runs, %d other lines", len(want), other)
+	if n := strings.Count(strings.Join(want, "\n"), "reset"); n != 2 {
+		t.Errorf("docker logs show %d restarts, want 2", n)
+	}
+	if other == 0 {
+		t.Error("no stdout lines reached the sink")
+	}
+	if eng.cuts != 0 {
+		t.Errorf("%d simulated outages unused", eng.cuts)
+	}
+
+	// Removing the container closes its sink.
+	if b, err := exec.Command("docker", "rm", "-f", name).CombinedOutput(); err != nil {
+		t.Fatalf("docker rm: %v %s", err, b)
+	}
+	for time.Now().Before(deadline) {
+		if _, _, closed := rec.snapshot(); closed {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, _, closed := rec.snapshot(); !closed {
+		t.Error("sink not closed after the container was removed")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
+// dockerGCLines is the oracle: the gc lines of every run in `docker logs`,
+// with a reset before each run's first line (the first process included,
+// written as the source sees it: no reset before the first).
+func dockerGCLines(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := exec.Command("docker", "logs", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker logs: %v", err)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		m := gcLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		if m[1] == "1" && len(out) > 0 {
+			out = append(out, "reset")
+		}
+		out = append(out, "gc "+m[1])
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d gc lines in docker logs; the program did not run as expected", len(out))
+	}
+	return out
+}

@@ -1,0 +1,330 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestClosedLoopCountsMatchServer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		newConn bool
+		opts    []Option
+	}{
+		{"lean keep-alive", false, nil},
+		{"lean new conn", true, nil},
+		{"net/http keep-alive", false, []Option{WithNetHTTP()}},
+		{"net/http new conn", true, []Option{WithNetHTTP()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newCounted(t, hello)
+			a, _ := newAttacker(t, tc.opts...)
+			res := mustRun(t, a, Spec{URL: srv.URL + "/", Mode: Closed, Concurrency: 4, Duration: 300 * time.Millisecond,
+				NewConnPerRequest: tc.newConn, ExpectOrigin: "go"})
+			if res.Requests == 0 || res.Errors != 0 {
+				t.Fatalf("requests %d errors %d %v", res.Requests, res.Errors, res.ErrorReasons)
+			}
+			if got := srv.handled.Load(); got != res.Requests {
+				t.Errorf("server handled %d, result says %d", got, res.Requests)
+			}
+			if res.Codes[200] != res.Requests || res.Hist.TotalCount() != res.Requests {
+				t.Errorf("codes %v, hist count %d, requests %d", res.Codes, res.Hist.TotalCount(), res.Requests)
+			}
+			if want := res.Requests * int64(len("hello, proxybench\n")); res.Bytes != want {
+				t.Errorf("bytes %d, want %d", res.Bytes, want)
+			}
+			if res.WrongOrigin != 0 {
+				t.Errorf("wrong origin %d", res.WrongOrigin)
+			}
+			if res.End.Before(res.Start.Add(300*time.Millisecond)) || res.End.After(res.Start.Add(time.Second)) {
+				t.Errorf("window %v..%v", res.Start, res.End)
+			}
+		})
+	}
+}
+
+func TestWrongOrigin(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	a, _ := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 100 * time.Millisecond, ExpectOrigin: "node"})
+	if res.WrongOrigin != res.Requests || res.Requests == 0 {
+		t.Errorf("wrong origin %d of %d", res.WrongOrigin, res.Requests)
+	}
+}
+
+// The pacer schedules absolute due times, so when the server keeps up the
+// achieved rate is the target to within a request or two.
+func TestOpenLoopRateAccuracy(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	a, _ := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 2000, Duration: 3 * time.Second})
+	if res.Scheduled != 6000 {
+		t.Errorf("scheduled %d, want 6000", res.Scheduled)
+	}
+	achieved := float64(res.Sent) / 3
+	if achieved < 1980 || achieved > 2020 {
+		t.Errorf("achieved %.1f/s, want 2000 ±1%%", achieved)
+	}
+	if res.Requests != srv.handled.Load() {
+		t.Errorf("requests %d, server %d", res.Requests, srv.handled.Load())
+	}
+}
+
+func TestStagesRate(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	a, _ := newAttacker(t)
+	// 0 -> 1000/s over 1 s (500 requests), then 1000/s for 1 s.
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Stages, StageKind: StageRate,
+		Stages: []Stage{{time.Second, 1000}, {time.Second, 1000}}})
+	if res.Scheduled < 1499 || res.Scheduled > 1501 {
+		t.Errorf("scheduled %d, want 1500", res.Scheduled)
+	}
+	if res.Sent != res.Scheduled || res.Requests != res.Sent {
+		t.Errorf("sent %d requests %d scheduled %d", res.Sent, res.Requests, res.Scheduled)
+	}
+}
+
+func TestStagesConcurrency(t *testing.T) {
+	t.Parallel()
+	var cur, peak atomic.Int64
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		n := cur.Add(1)
+		mu.Lock()
+		seen[n] = true
+		mu.Unlock()
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(2 * time.Millisecond)
+		cur.Add(-1)
+	})
+	a, _ := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Stages, StageKind: StageConcurrency,
+		Stages: []Stage{{300 * time.Millisecond, 1}, {300 * time.Millisecond, 4}, {300 * time.Millisecond, 4}}})
+	if peak.Load() != 4 {
+		t.Errorf("peak concurrency %d, want 4", peak.Load())
+	}
+	if res.Requests != srv.handled.Load() || res.Requests == 0 {
+		t.Errorf("requests %d server %d", res.Requests, srv.handled.Load())
+	}
+}
+
+// freezer is a server that freezes completely for one second once, after
+// `after`: the stalled request holds the gate, every other request waits.
+type freezer struct {
+	gate  sync.RWMutex
+	once  sync.Once
+	start time.Time
+	after time.Duration
+}
+
+func (f *freezer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if time.Since(f.start) > f.after {
+		f.once.Do(func() {
+			f.gate.Lock()
+			time.Sleep(time.Second)
+			f.gate.Unlock()
+		})
+	}
+	f.gate.RLock()
+	f.gate.RUnlock()
+	w.Write([]byte("ok"))
+}
+
+// Coordinated omission: a closed loop with 2 connections sends nothing while
+// the server is frozen, so the 1 s stall is 2 samples out of thousands and
+// its p99 stays small: the closed loop "agrees" not to measure the stall. The
+// open loop at 500/s keeps its schedule: the ~500 requests due during the
+// stall wait for a connection, their latency counts from when they were due,
+// and p99 shows the stall (wrk2's correction).
+func TestCoordinatedOmission(t *testing.T) {
+	t.Parallel()
+	run := func(s Spec) *Result {
+		f := &freezer{start: time.Now(), after: time.Second}
+		srv := newCounted(t, f.ServeHTTP)
+		a, _ := newAttacker(t)
+		s.URL = srv.URL
+		return mustRun(t, a, s)
+	}
+	var open, closed *Result
+	var wg sync.WaitGroup
+	wg.Go(func() { open = run(Spec{Mode: Open, Rate: 500, Concurrency: 2, Duration: 4 * time.Second}) })
+	wg.Go(func() { closed = run(Spec{Mode: Closed, Concurrency: 2, Duration: 4 * time.Second}) })
+	wg.Wait()
+	ol, cl := open.Latency(), closed.Latency()
+	t.Logf("open p99 %.3fs max %.3fs n=%d; closed p99 %.3fs max %.3fs n=%d", ol.P99, ol.Max, ol.Count, cl.P99, cl.Max, cl.Count)
+	if ol.P99 < 0.5 {
+		t.Errorf("open loop p99 %.3fs hides the 1 s stall", ol.P99)
+	}
+	if ol.P90 < 0.1 {
+		t.Errorf("open loop p90 %.3fs: a quarter of the requests were due during the stall", ol.P90)
+	}
+	if cl.Max < 0.9 {
+		t.Errorf("closed loop max %.3fs: it did see the stall once", cl.Max)
+	}
+	if cl.P99 > 0.1 {
+		t.Errorf("closed loop p99 %.3fs: expected the stall to be omitted", cl.P99)
+	}
+}
+
+// The handler's delay is exact (sleep most of it, spin the rest: an idle Go
+// timer may wake up to 1 ms late), so what is left is the instrument's error.
+func TestLatencyOfDelayedHandler(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
+		time.Sleep(18 * time.Millisecond)
+		for time.Since(t0) < 20*time.Millisecond {
+		}
+		w.Write([]byte("late"))
+	})
+	for _, s := range []Spec{
+		{Mode: Closed, Concurrency: 4, Duration: time.Second},
+		{Mode: Open, Rate: 100, Duration: time.Second},
+	} {
+		a, _ := newAttacker(t)
+		s.URL = srv.URL
+		l := mustRun(t, a, s).Latency()
+		if l.P50 < 0.020 || l.P50 > 0.021 {
+			t.Errorf("%s: p50 %.4fs, want 20..21 ms", s.Mode, l.P50)
+		}
+	}
+}
+
+func TestCancelReturnsPartialResult(t *testing.T) {
+	t.Parallel()
+	for _, s := range []Spec{
+		{Mode: Closed, Concurrency: 8, Duration: time.Minute},
+		{Mode: Open, Rate: 1000, Duration: time.Minute},
+	} {
+		t.Run(string(s.Mode), func(t *testing.T) {
+			t.Parallel()
+			srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(5 * time.Millisecond)
+				w.Write([]byte("x"))
+			})
+			a, _ := newAttacker(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			s.URL = srv.URL
+			t0 := time.Now()
+			res, err := a.Run(ctx, s, nil)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err %v, want the context's error", err)
+			}
+			if took := time.Since(t0); took > 2*time.Second {
+				t.Errorf("returned after %v", took)
+			}
+			if res == nil || res.End.IsZero() {
+				t.Fatalf("no partial result: %+v", res)
+			}
+			if res.Requests == 0 || res.Requests+res.Errors != srv.handled.Load() || res.Errors != 0 {
+				t.Errorf("result %d requests %d errors, server handled %d", res.Requests, res.Errors, srv.handled.Load())
+			}
+			if s.Mode == Open && (res.Sent != res.Requests || res.Scheduled < res.Sent || res.Scheduled > 520) {
+				t.Errorf("scheduled %d sent %d requests %d", res.Scheduled, res.Sent, res.Requests)
+			}
+		})
+	}
+}
+
+func TestWarmupExcluded(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	a, _ := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 1000, Warmup: 300 * time.Millisecond, Duration: 500 * time.Millisecond})
+	if res.Scheduled != 500 || res.Sent != 500 {
+		t.Errorf("scheduled %d sent %d, want 500 in the window", res.Scheduled, res.Sent)
+	}
+	if srv.handled.Load() != 800 {
+		t.Errorf("server handled %d, want 800 with warm-up", srv.handled.Load())
+	}
+	if d := res.Start.Sub(res.WarmupStart); d != 300*time.Millisecond {
+		t.Errorf("warm-up %v", d)
+	}
+	if res.Requests < 495 || res.Requests > 505 {
+		t.Errorf("requests in window %d, want ~500", res.Requests)
+	}
+}
+
+func TestKnee(t *testing.T) {
+	t.Parallel()
+	// One request at a time, 2 ms each: capacity ~500/s.
+	var mu sync.Mutex
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		time.Sleep(2 * time.Millisecond)
+		mu.Unlock()
+	})
+	a, _ := newAttacker(t)
+	last, steps, err := a.Knee(context.Background(), Spec{URL: srv.URL},
+		KneeOptions{StartRate: 100, Step: 200, MaxRate: 1500, StepDuration: time.Second, P99: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		t.Logf("rate %v held %v %s p99 %.4f", s.Rate, s.Held, s.Why, s.Result.Latency().P99)
+	}
+	if last < 100 || last > 500 {
+		t.Errorf("knee at %v, want 100..500 for a ~450/s server", last)
+	}
+	if steps[len(steps)-1].Held {
+		t.Errorf("search ended on a step that held")
+	}
+}
+
+func TestSpecValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		s    Spec
+		want string
+	}{
+		{"no url", Spec{Mode: Closed, Concurrency: 1, Duration: time.Second}, "spec URL is empty"},
+		{"bad scheme", Spec{URL: "ftp://x/", Mode: Closed, Concurrency: 1, Duration: time.Second}, `scheme "ftp"`},
+		{"no host", Spec{URL: "http:///x", Mode: Closed, Concurrency: 1, Duration: time.Second}, "has no host"},
+		{"no mode", Spec{URL: "http://127.0.0.1:1/", Duration: time.Second}, "spec Mode is empty"},
+		{"bad mode", Spec{URL: "http://127.0.0.1:1/", Mode: "fast", Duration: time.Second}, `spec Mode "fast"`},
+		{"closed no workers", Spec{URL: "http://127.0.0.1:1/", Mode: Closed, Duration: time.Second}, "at least 1 worker"},
+		{"open no rate", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Duration: time.Second}, "positive rate"},
+		{"no duration", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Rate: 1}, "positive duration"},
+		{"negative timeout", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Rate: 1, Duration: 1, Timeout: -1}, "Timeout"},
+		{"no stages", Spec{URL: "http://127.0.0.1:1/", Mode: Stages, StageKind: StageRate}, "Stages is empty"},
+		{"bad stage kind", Spec{URL: "http://127.0.0.1:1/", Mode: Stages, Stages: []Stage{{time.Second, 1}}}, "StageKind"},
+		{"zero stage", Spec{URL: "http://127.0.0.1:1/", Mode: Stages, StageKind: StageRate, Stages: []Stage{{0, 1}}}, "Stages[0] duration"},
+		{"header injection", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Rate: 1, Duration: 1, Header: http.Header{"X": {"a\r\nb: c"}}}, "spec Header"},
+		{"bad method", Spec{URL: "http://127.0.0.1:1/", Method: "GET /", Mode: Open, Rate: 1, Duration: 1}, "spec Method"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, _ := newAttacker(t)
+			res, err := a.Run(context.Background(), tc.s, nil)
+			if err == nil || res != nil {
+				t.Fatalf("got %v, %v; want an error", res, err)
+			}
+			if !contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,51 @@
+package attack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// counted is a real HTTP server that counts the requests it handled.
+type counted struct {
+	*httptest.Server
+	handled atomic.Int64
+}
+
+func newCounted(t testing.TB, h http.HandlerFunc) *counted {
+	t.Helper()
+	c := &counted{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h(w, r)
+		c.handled.Add(1)
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func hello(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Origin", "go")
+	w.Write([]byte("hello, proxybench\n"))
+}
+
+func newAttacker(t testing.TB, opts ...Option) (*Attacker, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	return New(NewMetrics(reg), opts...), reg
+}
+
+func mustRun(t testing.TB, a *Attacker, s Spec) *Result {
+	t.Helper()
+	res, err := a.Run(context.Background(), s, nil)
+	if err != nil {
+		t.Fatalf("run %+v: %v", s, err)
+	}
+	return res
+}
+
+func ms(d float64) time.Duration { return time.Duration(d * float64(time.Millisecond)) }

@@ -1,0 +1,62 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Knee finds the breaking point: open-loop steps from StartRate up by Step
+// until a step's p99 exceeds P99, its error ratio exceeds MaxErrorRatio, or
+// the target could not take the offered rate (fewer sent than scheduled
+// because every allowed connection was busy). last is the last rate that
+// held, 0 if none did.
+func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress func(Progress)) (last float64, steps []KneeStep, err error) {
+	if o.StartRate <= 0 || o.Step <= 0 || o.MaxRate < o.StartRate {
+		return 0, nil, fmt.Errorf("knee options: need StartRate > 0, Step > 0 and MaxRate >= StartRate (got %v, %v, %v)", o.StartRate, o.Step, o.MaxRate)
+	}
+	if o.StepDuration <= 0 {
+		o.StepDuration = 10 * time.Second
+	}
+	if o.P99 <= 0 {
+		return 0, nil, errors.New("knee options: P99 must be positive, e.g. 100ms")
+	}
+	s.Mode = Open
+	s.Duration = o.StepDuration
+	s.Rate = o.StartRate
+	if err := s.validate(); err != nil {
+		return 0, nil, err
+	}
+	for rate := o.StartRate; rate <= o.MaxRate+1e-9; rate += o.Step {
+		s.Rate = rate
+		res, err := a.Run(ctx, s, progress)
+		if err != nil {
+			if res != nil {
+				steps = append(steps, KneeStep{Rate: rate, Result: res, Why: "interrupted"})
+			}
+			return last, steps, err
+		}
+		s.Warmup = 0 // only the first step needs warming
+		st := KneeStep{Rate: rate, Result: res, Held: true}
+		total := res.Requests + res.Errors
+		p99 := time.Duration(res.Latency().P99 * float64(time.Second))
+		switch {
+		case total == 0:
+			st.Why = "no request completed"
+		case float64(res.Errors)/float64(total) > o.MaxErrorRatio:
+			st.Why = fmt.Sprintf("error ratio %.4f > %.4f", float64(res.Errors)/float64(total), o.MaxErrorRatio)
+		case p99 > o.P99:
+			st.Why = fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
+		case float64(res.Sent) < 0.99*float64(res.Scheduled):
+			st.Why = fmt.Sprintf("sent %d of %d scheduled: all %d connections busy", res.Sent, res.Scheduled, s.Concurrency)
+		}
+		st.Held = st.Why == ""
+		steps = append(steps, st)
+		if !st.Held {
+			return last, steps, nil
+		}
+		last = rate
+	}
+	return last, steps, nil
+}

@@ -1,0 +1,109 @@
+package attack
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults applied by validation.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultMaxInFlight = 10000
+)
+
+// validate checks s and fills in defaults. Every error names the field and
+// what to do, and comes before any traffic.
+func (s *Spec) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	u, err := url.Parse(s.URL)
+	switch {
+	case s.URL == "":
+		bad("spec URL is empty: give the full target, e.g. http://127.0.0.1:8882/fast/")
+	case err != nil:
+		bad("spec URL %q does not parse (%v): give e.g. http://127.0.0.1:8882/fast/", s.URL, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		bad("spec URL %q has scheme %q: use http:// (or https://)", s.URL, u.Scheme)
+	case u.Host == "":
+		bad("spec URL %q has no host: use e.g. http://127.0.0.1:8882/fast/", s.URL)
+	}
+	if s.Method == "" {
+		s.Method = "GET"
+	}
+	if strings.ContainsAny(s.Method, " \t\r\n/:") {
+		bad("spec Method %q is not an HTTP method: use e.g. GET or POST", s.Method)
+	}
+	for k, vs := range s.Header {
+		for _, v := range vs {
+			if strings.ContainsAny(k+v, "\r\n") || strings.ContainsAny(k, " :") || k == "" {
+				bad("spec Header %q: %q is not a valid header line: no CR/LF, no spaces or colons in the name", k, v)
+			}
+		}
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.Timeout < 0 {
+		bad("spec Timeout %v is negative: use a positive per-request timeout such as 10s", s.Timeout)
+	}
+	if s.Warmup < 0 {
+		bad("spec Warmup %v is negative: use 0 for no warm-up", s.Warmup)
+	}
+	if s.Concurrency < 0 {
+		bad("spec Concurrency %d is negative: use a positive number of connections", s.Concurrency)
+	}
+	switch s.Mode {
+	case Closed:
+		if s.Concurrency < 1 {
+			bad("spec Concurrency %d: closed loop needs at least 1 worker", s.Concurrency)
+		}
+		if s.Duration <= 0 {
+			bad("spec Duration %v: closed loop needs a positive duration such as 10s", s.Duration)
+		}
+	case Open:
+		if s.Rate <= 0 {
+			bad("spec Rate %v: open loop needs a positive rate in requests/s", s.Rate)
+		}
+		if s.Duration <= 0 {
+			bad("spec Duration %v: open loop needs a positive duration such as 10s", s.Duration)
+		}
+	case Stages:
+		if len(s.Stages) == 0 {
+			bad("spec Stages is empty: give at least one stage, e.g. 10s:100")
+		}
+		var peak float64
+		for i, st := range s.Stages {
+			if st.Duration <= 0 {
+				bad("spec Stages[%d] duration %v: each stage needs a positive duration", i, st.Duration)
+			}
+			if st.Target < 0 {
+				bad("spec Stages[%d] target %v is negative", i, st.Target)
+			}
+			peak = max(peak, st.Target)
+		}
+		switch s.StageKind {
+		case StageRate:
+		case StageConcurrency:
+			if len(s.Stages) > 0 && peak < 1 {
+				bad("spec Stages: concurrency stages need a target of at least 1 somewhere")
+			}
+			if peak > DefaultMaxInFlight {
+				bad("spec Stages: concurrency target %v is above %d connections", peak, DefaultMaxInFlight)
+			}
+		default:
+			bad("spec StageKind %q: use %q (open loop) or %q (closed loop)", s.StageKind, StageRate, StageConcurrency)
+		}
+	case "":
+		bad("spec Mode is empty: use %q, %q or %q", Closed, Open, Stages)
+	default:
+		bad("spec Mode %q is unknown: use %q, %q or %q", s.Mode, Closed, Open, Stages)
+	}
+	if (s.Mode == Open || s.Mode == Stages && s.StageKind == StageRate) && s.Concurrency == 0 {
+		s.Concurrency = DefaultMaxInFlight
+	}
+	return errors.Join(errs...)
+}

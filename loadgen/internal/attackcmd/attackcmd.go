@@ -1,0 +1,222 @@
+// Package attackcmd owns the `loadgen attack` subcommand: one load against
+// one URL with the engine of package attack, a wrk-like summary (or JSON) on
+// stdout, progress on the log, and optionally the traffic metrics on
+// -metrics-addr for Prometheus.
+package attackcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"proxybench/loadgen/internal/attack"
+)
+
+type options struct {
+	spec       attack.Spec
+	stages     string
+	bodyFile   string
+	metrics    string
+	linger     time.Duration
+	json       bool
+	netHTTP    bool
+	knee       bool
+	kneeOpts   attack.KneeOptions
+	headers    headerFlag
+	mode       string
+	noProgress bool
+	cpuProfile string
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("loadgen attack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	s := &o.spec
+	fs.StringVar(&s.URL, "url", "", "target URL (required), e.g. http://127.0.0.1:8882/fast/")
+	fs.IntVar(&s.Concurrency, "c", 50, "closed loop: connections (workers); open loop: max requests in flight (0 = 10000)")
+	fs.Float64Var(&s.Rate, "rate", 0, "open loop: requests per second (implies -mode open)")
+	fs.DurationVar(&s.Duration, "d", 10*time.Second, "measured duration (after warm-up)")
+	fs.DurationVar(&s.Warmup, "warmup", 0, "traffic before the measured window, excluded from the summary")
+	fs.DurationVar(&s.Timeout, "timeout", attack.DefaultTimeout, "per-request timeout")
+	fs.StringVar(&o.mode, "mode", "", "closed, open or stages (default: open with -rate, stages with -stages, else closed)")
+	fs.StringVar(&o.stages, "stages", "", `ramping stages "DUR:TARGET,...", e.g. "10s:100,20s:500"`)
+	fs.StringVar(&s.StageKind, "stage-kind", attack.StageRate, "what -stages ramps: rate (open loop) or concurrency (closed loop)")
+	fs.BoolVar(&s.NewConnPerRequest, "new-conn", false, "a new TCP connection per request instead of keep-alive")
+	fs.StringVar(&s.Method, "method", "GET", "HTTP method")
+	fs.StringVar(&o.bodyFile, "body-file", "", "file whose content is the request body")
+	fs.Var(&o.headers, "H", `request header "Name: value" (repeatable)`)
+	fs.StringVar(&s.ExpectOrigin, "expect-origin", "", "count 2xx responses whose X-Origin differs as wrong origin")
+	fs.StringVar(&s.Labels.Proxy, "proxy", "none", "proxy label on the metrics")
+	fs.StringVar(&s.Labels.Origin, "origin", "none", "origin label on the metrics")
+	fs.StringVar(&s.Labels.Scenario, "scenario", "attack", "scenario label on the metrics")
+	fs.StringVar(&o.metrics, "metrics-addr", "", `serve /metrics here, e.g. 127.0.0.1:9500 ("" = no server)`)
+	fs.DurationVar(&o.linger, "linger", 0, "with -metrics-addr: keep serving this long after the attack")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON instead of the text summary")
+	fs.BoolVar(&o.netHTTP, "net-http", false, "send through net/http instead of the lean HTTP/1.1 client (for comparison)")
+	fs.BoolVar(&o.noProgress, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the attack to this file")
+	fs.BoolVar(&o.knee, "knee", false, "breaking-point search: open-loop steps up until p99 or the error ratio breaks")
+	fs.Float64Var(&o.kneeOpts.StartRate, "knee-start", 100, "knee: first rate (requests/s)")
+	fs.Float64Var(&o.kneeOpts.Step, "knee-step", 100, "knee: rate increment per step")
+	fs.Float64Var(&o.kneeOpts.MaxRate, "knee-max", 100000, "knee: highest rate tried")
+	fs.DurationVar(&o.kneeOpts.StepDuration, "knee-step-d", 10*time.Second, "knee: duration of each step")
+	fs.DurationVar(&o.kneeOpts.P99, "knee-p99", 100*time.Millisecond, "knee: a step breaks when its p99 exceeds this")
+	fs.Float64Var(&o.kneeOpts.MaxErrorRatio, "knee-max-errors", 0.01, "knee: a step breaks when errors/total exceeds this")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: every option is a flag (loadgen attack -h)", fs.Arg(0))
+	}
+	s.Header = o.headers.h
+	if o.bodyFile != "" {
+		b, err := os.ReadFile(o.bodyFile)
+		if err != nil {
+			return nil, fmt.Errorf("-body-file: %w", err)
+		}
+		s.Body = b
+	}
+	switch {
+	case o.mode != "":
+		s.Mode = attack.Mode(o.mode)
+	case o.stages != "":
+		s.Mode = attack.Stages
+	case s.Rate > 0:
+		s.Mode = attack.Open
+	default:
+		s.Mode = attack.Closed
+	}
+	if o.stages != "" {
+		st, err := ParseStages(o.stages)
+		if err != nil {
+			return nil, fmt.Errorf("-stages: %w", err)
+		}
+		s.Stages = st
+	}
+	return o, nil
+}
+
+// Main runs `loadgen attack`.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen attack:", err)
+		return 2
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := []attack.Option{attack.WithLogger(log)}
+	if o.netHTTP {
+		opts = append(opts, attack.WithNetHTTP())
+	}
+	a := attack.New(attack.NewMetrics(reg), opts...)
+
+	if o.metrics != "" {
+		stop, err := serveMetrics(o.metrics, reg, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen attack:", err)
+			return 1
+		}
+		defer stop()
+	}
+	var progress func(attack.Progress)
+	if !o.noProgress {
+		progress = func(p attack.Progress) {
+			log.Info("progress", "elapsed", p.Elapsed.Round(time.Second), "requests", p.Requests, "errors", p.Errors,
+				"rps", int64(p.RPS), "p99", p.P99, "in_flight", p.InFlight)
+		}
+	}
+
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen attack: -cpuprofile:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "loadgen attack: -cpuprofile:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	code := 0
+	if o.knee {
+		code = runKnee(ctx, a, o, progress, stdout, stderr)
+	} else {
+		res, err := a.Run(ctx, o.spec, progress)
+		switch {
+		case res == nil:
+			fmt.Fprintln(stderr, "loadgen attack:", err)
+			return 2
+		case err != nil:
+			log.Warn("attack interrupted: the summary covers what was measured", "err", err)
+			code = 1
+		}
+		if werr := writeResult(stdout, o, res, err != nil); werr != nil {
+			fmt.Fprintln(stderr, "loadgen attack:", werr)
+			return 1
+		}
+	}
+	if o.metrics != "" && o.linger > 0 && ctx.Err() == nil {
+		log.Info("lingering so Prometheus scrapes the final values", "for", o.linger)
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.linger):
+		}
+	}
+	return code
+}
+
+func runKnee(ctx context.Context, a *attack.Attacker, o *options, progress func(attack.Progress), stdout, stderr io.Writer) int {
+	last, steps, err := a.Knee(ctx, o.spec, o.kneeOpts, progress)
+	if len(steps) == 0 && err != nil {
+		fmt.Fprintln(stderr, "loadgen attack:", err)
+		return 2
+	}
+	if werr := writeKnee(stdout, o, last, steps); werr != nil {
+		fmt.Fprintln(stderr, "loadgen attack:", werr)
+		return 1
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
+	}, nil
+}

@@ -1,0 +1,166 @@
+package attackcmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/attack"
+)
+
+// Summary is the JSON form of one attack (-json).
+type Summary struct {
+	URL          string           `json:"url"`
+	Mode         string           `json:"mode"`
+	Concurrency  int              `json:"concurrency"`
+	Rate         float64          `json:"rate_rps,omitempty"`
+	Interrupted  bool             `json:"interrupted,omitempty"`
+	WarmupStart  time.Time        `json:"warmup_start"`
+	Start        time.Time        `json:"start"`
+	End          time.Time        `json:"end"`
+	WindowS      float64          `json:"window_seconds"`
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	RPS          float64          `json:"rps"`
+	Bytes        int64            `json:"bytes"`
+	Scheduled    int64            `json:"scheduled,omitempty"`
+	Sent         int64            `json:"sent,omitempty"`
+	WrongOrigin  int64            `json:"wrong_origin,omitempty"`
+	Codes        map[string]int64 `json:"codes"`
+	ErrorReasons map[string]int64 `json:"error_reasons,omitempty"`
+	Latency      manifest.Latency `json:"latency"`
+}
+
+func summarize(o *options, r *attack.Result, interrupted bool) Summary {
+	s := Summary{
+		URL: o.spec.URL, Mode: string(o.spec.Mode), Concurrency: o.spec.Concurrency, Rate: o.spec.Rate,
+		Interrupted: interrupted, WarmupStart: r.WarmupStart, Start: r.Start, End: r.End, WindowS: r.Window(),
+		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes, Scheduled: r.Scheduled, Sent: r.Sent,
+		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: r.Latency(),
+	}
+	for c, n := range r.Codes {
+		s.Codes[strconv.Itoa(c)] = n
+	}
+	return s
+}
+
+func writeResult(w io.Writer, o *options, r *attack.Result, interrupted bool) error {
+	s := summarize(o, r, interrupted)
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	var b strings.Builder
+	what := string(s.Mode) + " loop"
+	switch o.spec.Mode {
+	case attack.Open:
+		what = fmt.Sprintf("open loop at %g requests/s, up to %d in flight", o.spec.Rate, o.spec.Concurrency)
+	case attack.Closed:
+		what = fmt.Sprintf("closed loop, %d connections", o.spec.Concurrency)
+	case attack.Stages:
+		what = fmt.Sprintf("%s stages %s", o.spec.StageKind, o.stages)
+	}
+	conn := "keep-alive"
+	if o.spec.NewConnPerRequest {
+		conn = "new connection per request"
+	}
+	fmt.Fprintf(&b, "%s %s: %s, %s\n", o.spec.Method, s.URL, what, conn)
+	if interrupted {
+		b.WriteString("INTERRUPTED: the numbers cover the part that ran\n")
+	}
+	fmt.Fprintf(&b, "  window       %.3fs (after %.3fs warm-up)\n", s.WindowS, s.Start.Sub(s.WarmupStart).Seconds())
+	fmt.Fprintf(&b, "  requests     %d  (%.1f/s)\n", s.Requests, s.RPS)
+	fmt.Fprintf(&b, "  errors       %d%s\n", s.Errors, reasons(s.ErrorReasons))
+	fmt.Fprintf(&b, "  body bytes   %d\n", s.Bytes)
+	if s.Scheduled > 0 {
+		pct := 100 * float64(s.Sent) / float64(s.Scheduled)
+		fmt.Fprintf(&b, "  open loop    scheduled %d, sent %d (%.2f%%)\n", s.Scheduled, s.Sent, pct)
+	}
+	if o.spec.ExpectOrigin != "" {
+		fmt.Fprintf(&b, "  wrong origin %d\n", s.WrongOrigin)
+	}
+	fmt.Fprintf(&b, "  status codes%s\n", codes(s.Codes))
+	l := s.Latency
+	latency := "from the actual send"
+	if o.spec.Mode != attack.Closed && !(o.spec.Mode == attack.Stages && o.spec.StageKind == attack.StageConcurrency) {
+		latency = "from the intended send: coordinated omission corrected"
+	}
+	fmt.Fprintf(&b, "Latency (HdrHistogram, %d responses, %s)\n", l.Count, latency)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  min\tp50\tp90\tp95\tp99\tp99.9\tp99.99\tmax\tmean\tstddev\t")
+	fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", d(l.Min), d(l.P50), d(l.P90), d(l.P95), d(l.P99),
+		d(l.P999), d(l.P9999), d(l.Max), d(l.Mean), d(l.Stddev))
+	tw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func d(sec float64) string {
+	return time.Duration(sec * float64(time.Second)).Round(time.Microsecond).String()
+}
+
+func reasons(m map[string]int64) string { return kv(m, " (", ")") }
+func codes(m map[string]int64) string   { return kv(m, " ", "") }
+
+func kv(m map[string]int64, open, close string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return open + strings.Join(parts, ", ") + close
+}
+
+type kneeJSON struct {
+	LastHeld float64    `json:"last_held_rps"`
+	Steps    []kneeStep `json:"steps"`
+}
+
+type kneeStep struct {
+	Rate    float64 `json:"rate_rps"`
+	Held    bool    `json:"held"`
+	Why     string  `json:"why,omitempty"`
+	Summary Summary `json:"result"`
+}
+
+func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) error {
+	if o.json {
+		out := kneeJSON{LastHeld: last}
+		for _, s := range steps {
+			oo := *o
+			oo.spec.Rate = s.Rate
+			oo.spec.Mode = attack.Open
+			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Why, summarize(&oo, s.Result, false)})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rate/s\tachieved/s\tp50\tp99\terrors\theld\t")
+	for _, s := range steps {
+		l := s.Result.Latency()
+		held := "yes"
+		if !s.Held {
+			held = "no: " + s.Why
+		}
+		fmt.Fprintf(tw, "%g\t%.1f\t%s\t%s\t%d\t%s\t\n", s.Rate, s.Result.RPS(), d(l.P50), d(l.P99), s.Result.Errors, held)
+	}
+	tw.Flush()
+	_, err := fmt.Fprintf(w, "breaking point: last rate that held %g requests/s\n", last)
+	return err
+}

@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"proxybench/internal/dockerx"
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/plan"
+	"proxybench/loadgen/internal/preflight"
+)
+
+// runCell sends one cell and judges it. died is non-empty when the proxy
+// is gone, so its remaining cells are skipped.
+func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.Container) (mc manifest.Cell, died string) {
+	mc = base(c)
+	spec, err := r.spec(c)
+	if err != nil {
+		mc.Status, mc.Reason = manifest.CellFailed, err.Error()
+		mc.Start, mc.End = r.Clock.Now(), r.Clock.Now()
+		r.Cells.End(r.labels(c), mc.Start, mc.End, true)
+		return mc, ""
+	}
+	lb := r.labels(c)
+	began := r.Clock.Now()
+	r.Cells.Begin(lb, began.Add(spec.Warmup), c.Concurrency, c.Rate)
+	r.display().CellStart(n, len(r.Plan.Cells), c)
+
+	res, err := r.Attacker.Run(ctx, spec, r.display().Progress)
+	if res == nil && err == nil {
+		err = errNoResult
+	}
+	fill(&mc, res, r.Clock.Now())
+
+	switch {
+	case ctx.Err() != nil:
+		mc.Status = manifest.CellAborted
+		mc.Reason = fmt.Sprintf("interrupted after %s of %s: partial data", r.Clock.Now().Sub(began).Round(100*time.Millisecond),
+			time.Duration(c.Warmup+c.Duration))
+	case err != nil:
+		mc.Status, mc.Reason = manifest.CellFailed, "attack: "+err.Error()
+	default:
+		mc.Status = manifest.CellOK
+		died = r.proxyGone(ctx, ctr)
+		if died == "" && mc.Errors > 0 {
+			died = r.probeAfter(ctx, c)
+		}
+		if died != "" {
+			mc.Status, mc.Reason = manifest.CellFailed, died+" during the cell"
+		} else if mc.Requests == 0 && mc.Errors > 0 && mc.ErrorReasons["refused"] == mc.Errors {
+			mc.Status = manifest.CellFailed
+			mc.Reason = fmt.Sprintf("all %d requests were refused: nothing listens at %s", mc.Errors, spec.URL)
+		}
+	}
+	r.Cells.End(lb, mc.Start, mc.End, mc.Status != manifest.CellOK)
+	return mc, died
+}
+
+// spec turns a planned cell into the engine's Spec.
+func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
+	sc, err := plan.LookupScenario(c.Scenario)
+	if err != nil {
+		return attack.Spec{}, err
+	}
+	base, err := r.Target(c.Proxy)
+	if err != nil {
+		return attack.Spec{}, err
+	}
+	p := r.Plan
+	s := attack.Spec{
+		URL: base + c.Path, Method: sc.Method, Body: sc.Body, Header: sc.Header.Clone(),
+		Mode: attack.Mode(c.Mode), Concurrency: p.Concurrency, Rate: p.Rate,
+		Duration: time.Duration(c.Duration), Warmup: time.Duration(c.Warmup), Timeout: time.Duration(p.Timeout),
+		NewConnPerRequest: sc.NewConnPerRequest, ExpectOrigin: c.Origin,
+		Labels: attack.Labels{Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario},
+	}
+	if s.Mode == attack.Stages {
+		s.StageKind = p.StageKind
+		for _, st := range p.Stages {
+			s.Stages = append(s.Stages, attack.Stage{Duration: time.Duration(st.Duration), Target: st.Target})
+		}
+	}
+	return s, nil
+}
+
+// fill copies the engine's exact account into the manifest cell.
+func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
+	if res == nil {
+		mc.Start, mc.End = now, now
+		return
+	}
+	mc.Start, mc.End = res.Start, res.End
+	if mc.Start.IsZero() { // stopped during warm-up: an empty window
+		mc.Start = mc.End
+	}
+	if !res.WarmupStart.IsZero() && mc.WarmupS > 0 {
+		ws := res.WarmupStart
+		mc.WarmupStart = &ws
+	}
+	mc.Requests, mc.Errors, mc.Bytes = res.Requests, res.Errors, res.Bytes
+	mc.Scheduled, mc.Sent, mc.WrongOrigin = res.Scheduled, res.Sent, res.WrongOrigin
+	for code, k := range res.Codes {
+		mc.Codes[strconv.Itoa(code)] = k
+	}
+	if len(res.ErrorReasons) > 0 {
+		mc.ErrorReasons = map[string]int64{}
+		for why, k := range res.ErrorReasons {
+			mc.ErrorReasons[why] = k
+		}
+	}
+	if res.Hist != nil {
+		mc.Latency = res.Latency()
+	}
+}
+
+// proxyGone says whether the proxy died during the cell: its container
+// stopped, restarted or froze (Docker), or it stopped answering (a probe
+// of the route after a cell with transport errors, which also covers a
+// proxy that is not a container).
+func (r *Runner) proxyGone(ctx context.Context, ctr *dockerx.Container) string {
+	if ctr != nil && r.Docker != nil {
+		now, err := r.Docker.Inspect(ctx, ctr.ID)
+		switch {
+		case dockerx.IsNotFound(err):
+			return fmt.Sprintf("proxy container %s was removed", ctr.Name)
+		case err != nil:
+			r.Log.Warn("cannot inspect the proxy after the cell", "container", ctr.Name, "err", err)
+		case !now.Running:
+			return fmt.Sprintf("proxy container %s %s", ctr.Name, stateWords(now.State))
+		case now.State == "paused":
+			return fmt.Sprintf("proxy container %s was paused", ctr.Name)
+		case !now.StartedAt.Equal(ctr.StartedAt):
+			return fmt.Sprintf("proxy container %s restarted (again at %s)", ctr.Name, now.StartedAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
+}
+
+// probeAfter re-checks the route after a cell that saw transport errors: a
+// proxy that stopped answering fails the cell even without Docker.
+func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
+	base, err := r.Target(c.Proxy)
+	if err != nil {
+		return ""
+	}
+	res := preflight.CheckRoute(ctx, preflight.NewClient(), c.Proxy, base, c.Origin, 2*time.Second)
+	if res.OK {
+		return ""
+	}
+	return fmt.Sprintf("proxy %s stopped answering (%s)", c.Proxy, res.Short)
+}
+
+func stateWords(state string) string {
+	switch state {
+	case "exited", "dead":
+		return state + " (it died)"
+	case "restarting":
+		return "is restarting (it crashed)"
+	}
+	return "is " + state
+}

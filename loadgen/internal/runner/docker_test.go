@@ -1,0 +1,143 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"proxybench/internal/dockerx"
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/plan"
+	"proxybench/loadgen/internal/progress"
+)
+
+// pyProxy is a tiny HTTP server that answers like a proxy in front of the
+// origins; it runs in a throwaway container so the container can be killed.
+const pyProxy = `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        b = b"proxybench origin ok\n"
+        self.send_response(200)
+        self.send_header("X-Origin", self.path.strip("/").split("/")[0])
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+`
+
+// localImage is the newest local proxybench/debian image; tests never pull.
+func localImage(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("docker", "images", "--format", "{{.Repository}}:{{.Tag}}", "proxybench/debian").Output()
+	if err != nil {
+		t.Skipf("docker images: %v", err)
+	}
+	if f := strings.Fields(string(out)); len(f) > 0 {
+		return f[0]
+	}
+	t.Skip("no local proxybench/debian image (built by scripts/, never pulled)")
+	return ""
+}
+
+func dockerRun(t *testing.T, project, service, role string, argv ...string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%s", project, service)
+	base := []string{"run", "-d", "--name", name, "--network", "host",
+		"--label", dockerx.LabelProject + "=" + project, "--label", dockerx.LabelService + "=" + service,
+		"--label", dockerx.LabelRole + "=" + role, "--label", dockerx.LabelVersionCmd + "=python3 --version"}
+	out, err := exec.Command("docker", append(base, argv...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker run %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+	return strings.TrimSpace(string(out))
+}
+
+// TestDockerIsolationAndDeath runs one proxy of a throwaway compose project
+// on the real engine: while its cells run the project's other proxy is
+// paused (an origin is not), the proxy's real version is recorded, the
+// proxy container is killed 1 s into its first cell so that cell fails
+// naming the exited container and the next is skipped, and afterwards the
+// paused proxy runs again.
+func TestDockerIsolationAndDeath(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dc, err := dockerx.New(ctx)
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	defer dc.Close()
+	img := localImage(t)
+	project := fmt.Sprintf("pbrunner-test-%d", os.Getpid())
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	proxyID := dockerRun(t, project, "nginx", "proxy", img, "python3", "-c", pyProxy, port)
+	otherID := dockerRun(t, project, "haproxy", "proxy", img, "sleep", "600")
+	originID := dockerRun(t, project, "origin-fast", "origin", img, "sleep", "600")
+
+	state := func(id string) string {
+		c, err := dc.Inspect(ctx, id)
+		if err != nil {
+			return err.Error()
+		}
+		return c.State
+	}
+	var during []string
+	h := &hooks{start: func(n int, _ plan.Cell) {
+		if n == 1 {
+			during = []string{state(otherID), state(originID)}
+			time.AfterFunc(time.Second, func() {
+				if err := dc.Stop(context.Background(), proxyID, 0); err != nil {
+					t.Errorf("kill proxy: %v", err)
+				}
+			})
+		}
+	}}
+	dir := t.TempDir()
+	a := args(t, dir, "-isolate=true", "-project", project, "-tier", "2s", "-proxies", "nginx", "-origins", "fast,go", "-preflight-wait", "15s")
+	code := run(ctx, a, io.Discard, io.Discard, testLog(t), env{
+		target: func(string) (string, error) { return "http://" + addr, nil },
+		docker: func(context.Context) (Docker, error) { return dc, nil }, clock: &sleeper{},
+		display: func(d progress.Display) progress.Display { h.Display = d; return h },
+	})
+	if code != ExitCellsBroken {
+		t.Errorf("exit %d, want %d", code, ExitCellsBroken)
+	}
+	if strings.Join(during, ",") != "paused,running" {
+		t.Errorf("during the cell other proxy / origin were %v, want paused, running", during)
+	}
+	if s := state(otherID); s != "running" {
+		t.Errorf("other proxy is %s after the run, want running", s)
+	}
+	m, err := manifest.Read(filepath.Join(dir, "t1", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := m.Versions["nginx"]; !strings.HasPrefix(v, "Python 3.") {
+		t.Errorf("version %q, want the container's python3 --version", v)
+	}
+	if len(m.Cells) != 2 {
+		t.Fatalf("%d cells", len(m.Cells))
+	}
+	name := project + "-nginx"
+	if c := m.Cells[0]; c.Status != manifest.CellFailed || c.Reason != "proxy container "+name+" exited (it died) during the cell" || c.Requests == 0 {
+		t.Errorf("first cell %s %q with %d requests", c.Status, c.Reason, c.Requests)
+	}
+	if c := m.Cells[1]; c.Status != manifest.CellSkipped || !strings.Contains(c.Reason, "exited (it died) during cell nginx.fast.simple.2s.r1") {
+		t.Errorf("second cell %s %q", c.Status, c.Reason)
+	}
+	if m.Host.Docker == "" {
+		t.Error("host docker version missing")
+	}
+}

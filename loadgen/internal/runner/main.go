@@ -1,0 +1,166 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/term"
+
+	"proxybench/internal/dockerx"
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/cellmetrics"
+	"proxybench/loadgen/internal/plan"
+	"proxybench/loadgen/internal/preflight"
+	"proxybench/loadgen/internal/progress"
+)
+
+// Exit codes of `loadgen run`.
+const (
+	ExitOK          = 0   // every cell ran its window
+	ExitError       = 1   // the run could not start or results could not be written
+	ExitUsage       = 2   // bad flags or plan
+	ExitCellsBroken = 3   // the run finished but some cells failed or were skipped for a broken proxy/route
+	ExitInterrupted = 130 // Ctrl-C: finished cells kept, current one aborted
+)
+
+// Main is `loadgen run`.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	return run(ctx, args, stdout, stderr, log, env{})
+}
+
+// env is what tests replace: where the proxies are, how Docker is reached,
+// the clock, and a wrapper around the display to observe a run mid-flight.
+type env struct {
+	target  preflight.Target
+	docker  func(context.Context) (Docker, error)
+	clock   Clock
+	display func(progress.Display) progress.Display
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, e env) int {
+	if e.docker == nil {
+		e.docker = func(ctx context.Context) (Docker, error) { return dockerx.New(ctx) }
+	}
+	if e.clock == nil {
+		e.clock = RealClock{}
+	}
+	if e.display == nil {
+		e.display = func(d progress.Display) progress.Display { return d }
+	}
+	p, err := plan.Load(args, time.Now(), stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+		return ExitUsage
+	}
+	x, err := p.Expand()
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+		return ExitUsage
+	}
+	if _, err := os.Stat(filepath.Join(p.Results, p.Run, "manifest.json")); err == nil {
+		fmt.Fprintf(stderr, "loadgen run: run %q already exists in %s: pick another -run or remove that directory\n", p.Run, p.Results)
+		return ExitUsage
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	am := attack.NewMetrics(reg)
+	cm := cellmetrics.New(reg)
+	stopServer, metricsAddr, err := serveMetrics(p.MetricsAddr, reg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+		return ExitError
+	}
+	defer stopServer()
+
+	var dc Docker
+	if c, err := e.docker(ctx); err != nil {
+		if p.Isolate {
+			fmt.Fprintf(stderr, "loadgen run: %v\n  isolation needs Docker; to measure without it pass -isolate=false\n", err)
+			return ExitError
+		}
+		log.Warn("no Docker: no isolation, liveness checks or versions", "err", err)
+	} else {
+		if cl, ok := c.(io.Closer); ok {
+			defer cl.Close()
+		}
+		dc = c
+	}
+
+	r := &Runner{
+		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
+		Target: e.target, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
+		Host: HostInfo(ctx),
+	}
+	log.Info("run", "id", p.Run, "cells", len(x.Cells), "at least", x.Estimate().Round(time.Second).String(),
+		"results", filepath.Join(p.Results, p.Run), "metrics", metricsAddr)
+	out, err := r.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+		return ExitError
+	}
+	if err := UpdateHistory(p.Results, out.Manifest, time.Now()); err != nil {
+		log.Error("history index not updated", "err", err)
+	}
+	return report(out, stdout, log)
+}
+
+func report(out *Outcome, stdout io.Writer, log *slog.Logger) int {
+	counts := map[string]int{}
+	for _, c := range out.Manifest.Cells {
+		counts[c.Status]++
+	}
+	fmt.Fprintf(stdout, "run %s %s: %d ok, %d failed, %d aborted, %d skipped; manifest %s\n", out.Manifest.Run, out.Manifest.Status,
+		counts[manifest.CellOK], counts[manifest.CellFailed], counts[manifest.CellAborted], counts[manifest.CellSkipped],
+		filepath.Join(out.Dir, "manifest.json"))
+	switch {
+	case out.Manifest.Status == "interrupted":
+		log.Warn("interrupted: finished cells are kept, the current one is marked aborted")
+		return ExitInterrupted
+	case out.Broken > 0:
+		return ExitCellsBroken
+	}
+	return ExitOK
+}
+
+// serveMetrics serves /metrics for the whole run; stop shuts it down.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), bound string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("metrics address %s: %w (another loadgen running? pick one with -metrics-addr)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, ln.Addr().String(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

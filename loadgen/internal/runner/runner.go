@@ -1,0 +1,350 @@
+// Package runner owns `loadgen run`: it walks the expanded plan proxy by
+// proxy (isolation through Docker, preflight, warm-up, settle, cooldown),
+// drives the attack engine one cell at a time, publishes the cell window
+// series, and keeps results/<run>/manifest.json current after every cell so
+// nothing measured is lost to a crash, a dead proxy or Ctrl-C.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"proxybench/internal/dockerx"
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/cellmetrics"
+	"proxybench/loadgen/internal/plan"
+	"proxybench/loadgen/internal/preflight"
+	"proxybench/loadgen/internal/progress"
+)
+
+// Attacker sends one cell's load; *attack.Attacker is one. On ctx
+// cancellation it returns the partial result and ctx.Err().
+type Attacker interface {
+	Run(ctx context.Context, s attack.Spec, progress func(attack.Progress)) (*attack.Result, error)
+}
+
+// Docker is what the runner asks of the engine; *dockerx.Client is one.
+type Docker interface {
+	Containers(ctx context.Context, project string) ([]dockerx.Container, error)
+	Service(ctx context.Context, project, service string) (dockerx.Container, error)
+	Inspect(ctx context.Context, id string) (dockerx.Container, error)
+	Version(ctx context.Context, ctr dockerx.Container) (string, error)
+	Pause(ctx context.Context, id string) error
+	Unpause(ctx context.Context, id string) error
+}
+
+// Clock gives the time and waits; tests replace Sleep so settles and
+// cooldowns cost nothing.
+type Clock interface {
+	Now() time.Time
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now is time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx ends.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Runner runs one expanded plan.
+type Runner struct {
+	Plan     *plan.Expanded
+	Attacker Attacker
+	Cells    *cellmetrics.Metrics
+	Docker   Docker           // nil: no isolation, liveness checks or versions
+	Target   preflight.Target // proxy -> base URL; default the stack's ports
+	Display  progress.Display
+	Clock    Clock
+	Log      *slog.Logger
+	Host     manifest.Host
+
+	m       *manifest.Manifest
+	dir     string
+	trafic  bool // some cell has sent traffic: settle before the next
+	lastPxy string
+	broken  int
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Manifest *manifest.Manifest
+	Dir      string // results/<run>
+	Broken   int    // cells failed, or skipped for a reason other than an unready scenario
+}
+
+// Run executes every cell, writes the manifest after each and lingers at
+// the end. It returns an error only when results cannot be written; an
+// interrupted run is Outcome.Manifest.Status == "interrupted".
+func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
+	if r.Target == nil {
+		r.Target = preflight.StackTarget
+	}
+	if r.Clock == nil {
+		r.Clock = RealClock{}
+	}
+	p := r.Plan
+	r.dir = filepath.Join(p.Results, p.Run)
+	planJSON, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(r.dir, "plan.json"), append(planJSON, '\n')); err != nil {
+		return nil, err
+	}
+	now := r.Clock.Now()
+	r.m = &manifest.Manifest{
+		Schema: manifest.SchemaVersion, Run: p.Run, Status: "running", Started: now, Updated: now,
+		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Cells: []manifest.Cell{},
+	}
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+
+	iso := &isolation{d: r.Docker, project: p.Project, log: r.Log}
+	defer func() {
+		// The stack must come back even after Ctrl-C: a fresh context.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := iso.restore(rctx); err != nil {
+			r.Log.Error("restore the stack: unpause by hand with docker unpause", "err", err)
+		}
+	}()
+	if r.Docker != nil && p.Isolate {
+		iso.unpauseLeftovers(ctx)
+	}
+
+	i := 0
+	for i < len(p.Cells) && ctx.Err() == nil {
+		j := i
+		for j < len(p.Cells) && p.Cells[j].Proxy == p.Cells[i].Proxy {
+			j++
+		}
+		r.runProxy(ctx, iso, i, p.Cells[i:j])
+		i = j
+	}
+	r.display().Close()
+
+	r.m.Status = "done"
+	if ctx.Err() != nil {
+		r.m.Status = "interrupted"
+		for _, c := range p.Cells[len(r.m.Cells):] {
+			r.m.Cells = append(r.m.Cells, r.skipped(c, "not run: the run was interrupted"))
+		}
+	}
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	if p.Linger > 0 {
+		// Ctrl-C already came or may come: linger anyway so the aborted
+		// cell's end is scraped; a second Ctrl-C kills the process.
+		r.Log.Info("lingering so Prometheus scrapes the final values", "linger", p.Linger.String())
+		_ = r.Clock.Sleep(context.WithoutCancel(ctx), time.Duration(p.Linger))
+	}
+	return &Outcome{Manifest: r.m, Dir: r.dir, Broken: r.broken}, nil
+}
+
+// runProxy runs the consecutive cells of one proxy, starting at index base.
+func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells []plan.Cell) {
+	proxy := cells[0].Proxy
+	skipAll, ctr := r.prepareProxy(ctx, iso, proxy)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := iso.restore(rctx); err != nil {
+			r.Log.Error("restore after proxy", "proxy", proxy, "err", err)
+		}
+	}()
+
+	routes := map[string]preflight.Result{}
+	if skipAll == "" {
+		routes = r.preflight(ctx, proxy, cells)
+	}
+	dead := ""
+	for k, c := range cells {
+		n := base + k + 1
+		reason := c.Skip
+		switch {
+		case reason != "":
+		case skipAll != "":
+			reason = skipAll
+		case dead != "":
+			reason = dead
+		case !routes[c.Origin].OK:
+			reason = "preflight: " + routes[c.Origin].Reason
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if reason != "" {
+			mc := r.skipped(c, reason)
+			if c.Skip == "" {
+				r.broken++
+			}
+			r.finish(n, mc)
+			continue
+		}
+		if d := r.quietBefore(c); d > 0 {
+			if err := r.Clock.Sleep(ctx, d); err != nil {
+				return
+			}
+		}
+		mc, died := r.runCell(ctx, n, c, ctr)
+		if mc.Status == manifest.CellFailed {
+			r.broken++
+		}
+		r.finish(n, mc)
+		if died != "" {
+			dead = fmt.Sprintf("not run: %s during cell %s", died, c.ID)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// quietBefore is how long to wait before c's traffic: settle between cells
+// (the reporter's timing guarantee), the cooldown before a new proxy in a
+// long run, nothing before the first traffic of the run.
+func (r *Runner) quietBefore(c plan.Cell) time.Duration {
+	defer func() { r.trafic, r.lastPxy = true, c.Proxy }()
+	if !r.trafic {
+		return 0
+	}
+	d := time.Duration(r.Plan.Settle)
+	if c.Proxy != r.lastPxy && r.Plan.LongRun {
+		d = max(d, time.Duration(r.Plan.Cooldown))
+	}
+	return d
+}
+
+// prepareProxy isolates the proxy, checks its container and records its
+// version. A non-empty reason skips all its cells.
+func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string) (string, *dockerx.Container) {
+	if r.Docker == nil {
+		return "", nil
+	}
+	p := r.Plan
+	ctr, err := r.Docker.Service(ctx, p.Project, proxy)
+	if err != nil {
+		if p.Isolate {
+			return fmt.Sprintf("not run: %v", err), nil
+		}
+		r.Log.Warn("no container for proxy: no liveness check or version", "proxy", proxy, "err", err)
+		return "", nil
+	}
+	if ctr.State == "paused" {
+		r.Log.Warn("unpausing proxy left paused", "container", ctr.Name)
+		if err := r.Docker.Unpause(ctx, ctr.ID); err != nil {
+			return fmt.Sprintf("not run: proxy container %s is paused and cannot be unpaused: %v", ctr.Name, err), nil
+		}
+		ctr.State = "running"
+	}
+	if !ctr.Running {
+		return fmt.Sprintf("not run: proxy container %s is %s: start the stack (make up)", ctr.Name, ctr.State), nil
+	}
+	if p.Isolate {
+		if err := iso.isolate(ctx, proxy); err != nil {
+			return fmt.Sprintf("not run: isolation failed: %v", err), nil
+		}
+	}
+	v, err := r.Docker.Version(ctx, ctr)
+	if err != nil {
+		r.Log.Warn("proxy version unknown", "proxy", proxy, "err", err)
+		v = "unknown"
+	}
+	r.m.Versions[proxy] = v
+	return "", &ctr
+}
+
+// preflight checks the routes the proxy's runnable cells use.
+func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell) map[string]preflight.Result {
+	out := map[string]preflight.Result{}
+	base, err := r.Target(proxy)
+	var origins []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if c.Skip == "" && !seen[c.Origin] {
+			seen[c.Origin] = true
+			origins = append(origins, c.Origin)
+		}
+	}
+	if err != nil {
+		for _, o := range origins {
+			out[o] = preflight.Result{Reason: err.Error()}
+		}
+		return out
+	}
+	timeout := min(time.Duration(r.Plan.Timeout), 5*time.Second)
+	for _, res := range preflight.CheckProxy(ctx, preflight.NewClient(), proxy, base, origins, timeout, time.Duration(r.Plan.Preflight)) {
+		out[res.Origin] = res
+		if !res.OK {
+			r.Log.Warn("preflight: route broken, its cells are skipped", "reason", res.Reason)
+		}
+	}
+	return out
+}
+
+func (r *Runner) finish(n int, mc manifest.Cell) {
+	r.m.Cells = append(r.m.Cells, mc)
+	r.display().CellEnd(n, len(r.Plan.Cells), mc)
+	if err := r.save(); err != nil {
+		// Keep measuring: the next save may work (disk full is transient
+		// more often than not) and the data is still in memory.
+		r.Log.Error("manifest not written", "err", err)
+	}
+}
+
+func (r *Runner) save() error {
+	r.m.Updated = r.Clock.Now()
+	return manifest.Write(filepath.Join(r.dir, "manifest.json"), r.m)
+}
+
+func (r *Runner) display() progress.Display {
+	if r.Display == nil {
+		r.Display = progress.New(nil, r.Log, false, r.Clock.Now)
+	}
+	return r.Display
+}
+
+func (r *Runner) labels(c plan.Cell) cellmetrics.Cell {
+	return cellmetrics.Cell{Run: r.Plan.Run, ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.RepeatLabel()}
+}
+
+func (r *Runner) skipped(c plan.Cell, reason string) manifest.Cell {
+	mc := base(c)
+	mc.Status, mc.Reason = manifest.CellSkipped, reason
+	r.Cells.Skipped(r.labels(c))
+	return mc
+}
+
+func base(c plan.Cell) manifest.Cell {
+	return manifest.Cell{
+		ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat,
+		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
+		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
+		Codes: map[string]int64{},
+	}
+}
+
+var errNoResult = errors.New("the attack returned no result")

@@ -1,0 +1,323 @@
+// Package build owns assembling a run's report: cells discovered in
+// Prometheus (or, failing that, read from the local manifest), each queried
+// over its window, judged, checked against SLOs and summarised by repeats.
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"proxybench/internal/manifest"
+	"proxybench/internal/stack"
+	"proxybench/reporter/internal/collect"
+	"proxybench/reporter/internal/promapi"
+	"proxybench/reporter/internal/report"
+)
+
+// Config is one report build.
+type Config struct {
+	Prom        *promapi.Client // nil: manifest only
+	PromURL     string
+	Run         string
+	RunDir      string // results/<run>
+	SLO         report.SLO
+	SLOFromFlag bool // flags win over the plan
+	Thresholds  report.Thresholds
+	Concurrency int
+	Now         func() time.Time
+	Log         *slog.Logger
+}
+
+// Build produces the report of cfg.Run.
+func Build(ctx context.Context, cfg Config) (*report.Report, error) {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	r := &report.Report{Schema: report.SchemaVersion, Run: cfg.Run, Generated: cfg.Now().UTC(), Thresholds: cfg.Thresholds,
+		Sources: report.Sources{Prometheus: cfg.PromURL}}
+	man, err := readManifest(cfg.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	r.Sources.Manifest = man != nil
+	r.SLO = cfg.SLO
+	if !cfg.SLOFromFlag {
+		if s, ok, err := planSLO(cfg.RunDir, man); err != nil {
+			return nil, err
+		} else if ok {
+			r.SLO = s
+		}
+	}
+
+	var windows []collect.Window
+	if cfg.Prom != nil {
+		if v, err := cfg.Prom.BuildInfo(ctx); err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("Prometheus at %s unreachable (%v): numbers come from the local manifest only.", cfg.PromURL, err))
+			cfg.Log.Warn("prometheus unreachable", "url", cfg.PromURL, "err", err)
+		} else {
+			r.Sources.PrometheusOK, r.Sources.PrometheusVersion = true, v
+			windows, err = collect.Discover(ctx, cfg.Prom, cfg.Run, cfg.Now())
+			if err != nil && man == nil {
+				return nil, err
+			}
+			if err != nil {
+				r.Notes = append(r.Notes, fmt.Sprintf("Discovery in Prometheus failed (%v); windows come from the local manifest.", err))
+			}
+		}
+	}
+	r.Sources.Discovery = "prometheus"
+	if len(windows) == 0 {
+		if man == nil {
+			return nil, fmt.Errorf("run %q: no cells in Prometheus and no %s: nothing to report", cfg.Run, filepath.Join(cfg.RunDir, "manifest.json"))
+		}
+		r.Sources.Discovery = "manifest"
+		windows = manifestWindows(man)
+	}
+
+	cells := make([]report.Cell, len(windows))
+	errs := make([]error, len(windows))
+	if r.Sources.PrometheusOK {
+		sem := make(chan struct{}, cfg.Concurrency)
+		var wg sync.WaitGroup
+		for i, w := range windows {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				cells[i], errs[i] = collect.Cell(ctx, cfg.Prom, w, isGo(w.Proxy))
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, w := range windows {
+			cells[i] = emptyCell(w)
+		}
+	}
+
+	byID := map[string]*manifest.Cell{}
+	if man != nil {
+		for i := range man.Cells {
+			byID[man.Cells[i].ID] = &man.Cells[i]
+		}
+	}
+	var lacking []string
+	for i := range cells {
+		c := &cells[i]
+		if mc := byID[c.ID]; mc != nil {
+			mergeManifest(c, mc)
+		}
+		if !c.ServerSide {
+			lacking = append(lacking, c.ID)
+		}
+		report.Judge(c, cfg.Thresholds, isGo(c.Proxy))
+		report.CheckSLO(c, r.SLO)
+	}
+	if len(lacking) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows lack server-side series in Prometheus: %v", len(lacking), len(cells), lacking))
+	}
+	r.Cells = cells
+	if len(cells) > 0 {
+		r.Start, r.End = cells[0].Start, cells[0].End
+		for _, c := range cells {
+			if c.Start.Before(r.Start) {
+				r.Start = c.Start
+			}
+			if c.End.After(r.End) {
+				r.End = c.End
+			}
+		}
+	}
+	r.Groups = report.BuildGroups(cells)
+	r.Environment = environment(ctx, cfg, r, man)
+	report.Tally(r)
+	return r, nil
+}
+
+func isGo(proxy string) bool {
+	p, err := stack.LookupProxy(proxy)
+	return err == nil && p.Go
+}
+
+func readManifest(dir string) (*manifest.Manifest, error) {
+	p := filepath.Join(dir, "manifest.json")
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return manifest.Read(p)
+}
+
+// planSLO reads thresholds from results/<run>/plan.json or the manifest's
+// plan: {"slo": {"p99": "120ms", "error_ratio": 0.01}}.
+func planSLO(dir string, man *manifest.Manifest) (report.SLO, bool, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+	src := filepath.Join(dir, "plan.json")
+	if errors.Is(err, os.ErrNotExist) {
+		if man == nil || len(man.Plan) == 0 {
+			return report.SLO{}, false, nil
+		}
+		raw, err, src = man.Plan, nil, "manifest plan"
+	}
+	if err != nil {
+		return report.SLO{}, false, fmt.Errorf("read plan: %w", err)
+	}
+	var p struct {
+		SLO *struct {
+			P99        string  `json:"p99"`
+			ErrorRatio float64 `json:"error_ratio"`
+		} `json:"slo"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return report.SLO{}, false, fmt.Errorf("decode %s: %w", src, err)
+	}
+	if p.SLO == nil {
+		return report.SLO{}, false, nil
+	}
+	s := report.SLO{ErrorRatio: p.SLO.ErrorRatio}
+	if p.SLO.P99 != "" {
+		d, err := time.ParseDuration(p.SLO.P99)
+		if err != nil {
+			return report.SLO{}, false, fmt.Errorf("%s: slo.p99 %q: want a duration like 120ms", src, p.SLO.P99)
+		}
+		s.P99 = d
+	}
+	return s, true, nil
+}
+
+func manifestWindows(m *manifest.Manifest) []collect.Window {
+	out := make([]collect.Window, 0, len(m.Cells))
+	for _, c := range m.Cells {
+		if c.Status == manifest.CellSkipped {
+			continue
+		}
+		out = append(out, collect.Window{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier,
+			Repeat: c.Repeat, Start: c.Start, End: c.End, Concurrency: c.Concurrency, TargetRate: c.Rate,
+			Failed: c.Status == manifest.CellFailed || c.Status == manifest.CellAborted, Ended: true})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
+func emptyCell(w collect.Window) report.Cell {
+	n := report.NaN()
+	return report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
+		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
+		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{},
+		RPS: n, OKRPS: n, ErrorRatio: n, RateLimitedRatio: n, InFlightMean: n,
+		Latency:    report.Latency{Mean: n, P50: n, P90: n, P95: n, P99: n, P999: n, Max: n},
+		ProxyRes:   report.Resources{CPUMeanCores: n, CPUPeakCores: n, MemMeanBytes: n, MemPeakBytes: n, MemSlopeMBPerMin: n},
+		LoadgenCPU: report.LoadgenCPU{MeanCores: n, PeakCores: n, LimitCores: n}}
+}
+
+// mergeManifest adds the exact percentiles; where Prometheus had no traffic
+// series it also takes the counts, so the cell still says something.
+func mergeManifest(c *report.Cell, mc *manifest.Cell) {
+	l := mc.Latency
+	if l.Count > 0 {
+		c.Latency.Exact = &report.Exact{Mean: report.Num(l.Mean), P50: report.Num(l.P50), P90: report.Num(l.P90),
+			P95: report.Num(l.P95), P99: report.Num(l.P99), P999: report.Num(l.P999), Max: report.Num(l.Max)}
+	}
+	if c.ServerSide {
+		return
+	}
+	c.Codes = map[string]int64{}
+	for k, v := range mc.Codes {
+		c.Codes[k] = v
+	}
+	c.ErrorReasons = map[string]int64{}
+	for k, v := range mc.ErrorReasons {
+		c.ErrorReasons[k] = v
+	}
+	c.WrongOrigin, c.Scheduled, c.Sent = mc.WrongOrigin, mc.Scheduled, mc.Sent
+	report.Classify(c)
+	if l.Count > 0 && !c.Latency.Mean.Known() {
+		c.Latency.Mean = report.Num(l.Mean)
+	}
+}
+
+// parity is the worker setting each proxy runs with (DESIGN §3).
+var parity = map[string]string{"nginx": "worker_processes 2", "haproxy": "nbthread 2", "traefik": "GOMAXPROCS=2",
+	"caddy": "GOMAXPROCS=2", "custom": "user's image"}
+
+func environment(ctx context.Context, cfg Config, r *report.Report, man *manifest.Manifest) report.Environment {
+	env := report.Environment{Host: map[string]string{}}
+	seen := map[string]bool{}
+	var proxies []string
+	for _, c := range r.Cells {
+		if !seen[c.Proxy] {
+			seen[c.Proxy] = true
+			proxies = append(proxies, c.Proxy)
+		}
+	}
+	info := map[string]map[string]string{}
+	cpu := map[string]float64{}
+	mem := map[string]float64{}
+	if r.Sources.PrometheusOK && len(r.Cells) > 0 {
+		rng := promapi.Duration(r.End.Sub(r.Start) + time.Minute)
+		at := promapi.FormatTime(r.End.Add(collect.MarginAfter))
+		q := func(expr string) []promapi.Sample {
+			v, err := cfg.Prom.Query(ctx, expr, r.End.Add(collect.MarginAfter))
+			if err != nil {
+				cfg.Log.Warn("environment query failed", "query", expr, "err", err)
+			}
+			return v
+		}
+		for _, s := range q(fmt.Sprintf("last_over_time(proxybench_proxy_info[%s] @ %s)", rng, at)) {
+			info[s.Labels["service"]] = s.Labels
+		}
+		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(container_spec_cpu_quota[%[1]s] @ %[2]s)) / max by (service) (last_over_time(container_spec_cpu_period[%[1]s] @ %[2]s))", rng, at)) {
+			cpu[s.Labels["service"]] = s.Value
+		}
+		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(container_spec_memory_limit_bytes[%s] @ %s))", rng, at)) {
+			mem[s.Labels["service"]] = s.Value
+		}
+		env.Host["prometheus"] = r.Sources.PrometheusVersion
+	}
+	for _, p := range proxies {
+		pe := report.ProxyEnv{Proxy: p, CPULimitCores: report.NaN(), MemLimitBytes: report.NaN(), Workers: parity[p]}
+		if l := info[p]; l != nil {
+			pe.Image, pe.Version = l["image"], l["version"]
+		}
+		if man != nil && pe.Version == "" {
+			pe.Version = man.Versions[p]
+		}
+		if v, ok := cpu[p]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
+			pe.CPULimitCores = report.Num(v)
+		}
+		if v, ok := mem[p]; ok && v > 0 && v < 1<<60 {
+			pe.MemLimitBytes = report.Num(v)
+		}
+		env.Proxies = append(env.Proxies, pe)
+	}
+	if man != nil {
+		h := man.Host
+		for k, v := range map[string]string{"hostname": h.Hostname, "os": h.OS, "kernel": h.Kernel, "cpu_model": h.CPUModel,
+			"loadgen": h.Loadgen, "docker": h.Docker} {
+			if v != "" {
+				env.Host[k] = v
+			}
+		}
+		if h.CPUs > 0 {
+			env.Host["cpus"] = fmt.Sprint(h.CPUs)
+		}
+		if h.MemBytes > 0 {
+			env.Host["mem_bytes"] = fmt.Sprint(h.MemBytes)
+		}
+	}
+	return env
+}

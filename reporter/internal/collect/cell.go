@@ -1,0 +1,318 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"proxybench/reporter/internal/promapi"
+	"proxybench/reporter/internal/report"
+	"proxybench/reporter/internal/stats"
+)
+
+// Margins around a window for the loadgen's quiet traffic series (design
+// notes, timing guarantee): counting over (start-1s, end+1.5s] is exact.
+const (
+	MarginBefore = time.Second
+	MarginAfter  = 1500 * time.Millisecond
+)
+
+// span is a window rendered for PromQL: range W ending at E, baseline at S.
+type span struct{ S, E, W string }
+
+func newSpan(from, to time.Time) span {
+	return span{S: promapi.FormatTime(from), E: promapi.FormatTime(to), W: promapi.Duration(to.Sub(from))}
+}
+
+// counter is the exact increase of metric over sp, grouped by by. Series
+// born inside the window have no sample before it, where anchored would
+// take their first in-window sample as the baseline; their count is their
+// last value (counters start at zero).
+func counter(metric, sel, by string, sp span) string {
+	agg, on := "sum", "on()"
+	if by != "" {
+		agg, on = "sum by ("+by+")", "on("+by+")"
+	}
+	return fmt.Sprintf(`(%[1]s (increase(%[2]s%[3]s[%[4]s] anchored @ %[5]s)) and %[7]s %[1]s (%[2]s%[3]s @ %[6]s)) or %[1]s (%[2]s%[3]s @ %[5]s)`,
+		agg, metric, sel, sp.W, sp.E, sp.S, on)
+}
+
+// nativeHist is the native histogram of metric accumulated over sp.
+func nativeHist(metric, sel string, sp span) string { return "(" + counter(metric, sel, "", sp) + ")" }
+
+// classicHist is the classic bucket set of metric accumulated over sp.
+func classicHist(metric, sel string, sp span) string {
+	return "(" + counter(metric+"_bucket", sel, "le", sp) + ")"
+}
+
+// Quantiles reported for latency, by report field.
+var quantiles = []struct {
+	name string
+	q    string
+}{{"p50", "0.5"}, {"p90", "0.9"}, {"p95", "0.95"}, {"p99", "0.99"}, {"p999", "0.999"}, {"max", "1"}}
+
+type batch struct{ parts []string }
+
+// add names a single-series expression (or one grouped by a label kept in
+// the result) so that one query answers many questions.
+func (b *batch) add(name, expr string) {
+	b.parts = append(b.parts, fmt.Sprintf(`label_replace(%s, "rk", %q, "", "")`, expr, name))
+}
+
+func (b *batch) expr() string { return strings.Join(b.parts, "\nor ") }
+
+func quote(s string) string { return strconv.Quote(s) }
+
+// Options tune collection.
+type Options struct {
+	Concurrency int // parallel queries; default 4
+	IsGo        func(proxy string) bool
+}
+
+// Cell queries everything the report says about w.
+func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool) (report.Cell, error) {
+	cell := report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
+		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
+		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{}}
+	traffic := newSpan(w.Start.Add(-MarginBefore), w.End.Add(MarginAfter))
+	exact := newSpan(w.Start, w.End)
+	sel := fmt.Sprintf(`{proxy=%s,origin=%s,scenario=%s}`, quote(w.Proxy), quote(w.Origin), quote(w.Scenario))
+	svc := fmt.Sprintf(`{service=%s}`, quote(w.Proxy))
+	lg := `{job="loadgen"}`
+
+	var b batch
+	b.add("code", counter("proxybench_requests_total", sel, "code", traffic))
+	b.add("reason", counter("proxybench_request_errors_total", sel, "reason", traffic))
+	nh := nativeHist("proxybench_request_duration_seconds", sel, traffic)
+	ch := classicHist("proxybench_request_duration_seconds", sel, traffic)
+	for _, q := range quantiles {
+		b.add("lat_n_"+q.name, "histogram_quantile("+q.q+", "+nh+")")
+		b.add("lat_c_"+q.name, "histogram_quantile("+q.q+", "+ch+")")
+	}
+	b.add("lat_n_count", "histogram_count("+nh+")")
+	b.add("lat_n_sum", "histogram_sum("+nh+")")
+	b.add("lat_c_count", counter("proxybench_request_duration_seconds_count", sel, "", traffic))
+	b.add("lat_c_sum", counter("proxybench_request_duration_seconds_sum", sel, "", traffic))
+	b.add("wrong", counter("proxybench_wrong_origin_total", sel, "", traffic))
+	b.add("sched", counter("proxybench_open_loop_scheduled_total", sel, "", traffic))
+	b.add("sent", counter("proxybench_open_loop_sent_total", sel, "", traffic))
+	b.add("inflight", fmt.Sprintf("sum(avg_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, exact.W, exact.E))
+	b.add("scrapes", fmt.Sprintf("max(count_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, exact.W, exact.E))
+	b.add("cpu", fmt.Sprintf("sum(increase(container_cpu_usage_seconds_total%s[%s] anchored @ %s))", svc, exact.W, exact.E))
+	b.add("mem_mean", fmt.Sprintf("sum(avg_over_time(container_memory_working_set_bytes%s[%s] @ %s))", svc, exact.W, exact.E))
+	b.add("mem_peak", fmt.Sprintf("max(max_over_time(container_memory_working_set_bytes%s[%s] @ %s))", svc, exact.W, exact.E))
+	b.add("lg_cpu", fmt.Sprintf("sum(increase(process_cpu_seconds_total%s[%s] anchored @ %s))", lg, exact.W, exact.E))
+	b.add("lg_limit", fmt.Sprintf("max(last_over_time(proxybench_loadgen_cpu_limit_cores[%s] @ %s))", traffic.W, traffic.E))
+	if isGo {
+		for _, m := range []struct{ name, metric string }{{"gc_cycles", "proxybench_gc_cycles_total"},
+			{"gc_forced", "proxybench_gc_forced_cycles_total"}, {"gc_cpu", "proxybench_gc_cpu_seconds_total"}} {
+			b.add(m.name, fmt.Sprintf("sum(increase(%s%s[%s] anchored @ %s))", m.metric, svc, exact.W, exact.E))
+		}
+		b.add("gomaxprocs", fmt.Sprintf("max(last_over_time(proxybench_gc_gomaxprocs%s[%s] @ %s))", svc, exact.W, exact.E))
+		b.add("heap_mean", fmt.Sprintf("sum(avg_over_time(proxybench_gc_heap_live_bytes%s[%s] @ %s))", svc, exact.W, exact.E))
+		gn := fmt.Sprintf("sum(increase(proxybench_gc_pause_seconds%s[%s] anchored @ %s))", svc, exact.W, exact.E)
+		gc := fmt.Sprintf("sum by (le) (increase(proxybench_gc_pause_seconds_bucket%s[%s] anchored @ %s))", svc, exact.W, exact.E)
+		for _, q := range []struct{ name, q string }{{"p50", "0.5"}, {"p99", "0.99"}, {"max", "1"}} {
+			b.add("gcp_n_"+q.name, "histogram_quantile("+q.q+", "+gn+")")
+			b.add("gcp_c_"+q.name, "histogram_quantile("+q.q+", "+gc+")")
+		}
+	}
+	res, err := c.Query(ctx, b.expr(), w.End.Add(MarginAfter))
+	if err != nil {
+		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
+	}
+	v := map[string]float64{}
+	seen := 0 // traffic series seen, even when they counted nothing
+	for _, s := range res {
+		k := s.Labels["rk"]
+		switch k {
+		case "code":
+			if n := int64(math.Round(s.Value)); n != 0 {
+				cell.Codes[s.Labels["code"]] = n
+			}
+			seen++
+		case "reason":
+			if n := int64(math.Round(s.Value)); n != 0 {
+				cell.ErrorReasons[s.Labels["reason"]] = n
+			}
+			seen++
+		default:
+			v[k] = s.Value
+		}
+	}
+	num := func(k string) report.Num {
+		if x, ok := v[k]; ok && !math.IsNaN(x) {
+			return report.Num(x)
+		}
+		return report.NaN()
+	}
+	cell.ServerSide = seen > 0
+	report.Classify(&cell)
+
+	lat := report.Latency{Mean: report.NaN(), P50: report.NaN(), P90: report.NaN(), P95: report.NaN(), P99: report.NaN(), P999: report.NaN(), Max: report.NaN()}
+	src := ""
+	if num("lat_n_count").Known() {
+		src = "n"
+		lat.Source = "native"
+	} else if num("lat_c_count").Known() {
+		src = "c"
+		lat.Source = "classic"
+	}
+	if src != "" {
+		cnt, sum := num("lat_"+src+"_count"), num("lat_"+src+"_sum")
+		lat.Count = int64(math.Round(float64(cnt)))
+		if cnt > 0 {
+			lat.Mean = sum / cnt
+			lat.P50, lat.P90, lat.P95 = num("lat_"+src+"_p50"), num("lat_"+src+"_p90"), num("lat_"+src+"_p95")
+			lat.P99, lat.P999, lat.Max = num("lat_"+src+"_p99"), num("lat_"+src+"_p999"), num("lat_"+src+"_max")
+		}
+	}
+	cell.Latency = lat
+	cell.WrongOrigin = int64(math.Round(float64(orZero(num("wrong")))))
+	cell.Scheduled = int64(math.Round(float64(orZero(num("sched")))))
+	cell.Sent = int64(math.Round(float64(orZero(num("sent")))))
+	cell.InFlightMean = num("inflight")
+	cell.Scrapes = int(orZero(num("scrapes")))
+	d := float64(cell.DurationS)
+	perSec := func(x report.Num) report.Num {
+		if !x.Known() || d <= 0 {
+			return report.NaN()
+		}
+		return x / report.Num(d)
+	}
+	cell.ProxyRes = report.Resources{CPUMeanCores: perSec(num("cpu")), CPUPeakCores: report.NaN(),
+		MemMeanBytes: num("mem_mean"), MemPeakBytes: num("mem_peak"), MemSlopeMBPerMin: report.NaN()}
+	cell.LoadgenCPU = report.LoadgenCPU{MeanCores: perSec(num("lg_cpu")), PeakCores: report.NaN(), LimitCores: num("lg_limit")}
+	if isGo {
+		g := &report.GC{Cycles: num("gc_cycles"), ForcedCycles: num("gc_forced"), CPUSeconds: num("gc_cpu"),
+			LiveHeapMeanBytes: num("heap_mean"), LiveHeapSlope: report.NaN()}
+		g.CyclesPerS = perSec(g.Cycles)
+		procs := num("gomaxprocs")
+		g.CPUPercent, g.ShareOfProxyCPU = report.NaN(), report.NaN()
+		if g.CPUSeconds.Known() && procs.Known() && procs > 0 && d > 0 {
+			g.CPUPercent = 100 * g.CPUSeconds / (procs * report.Num(d))
+		}
+		if cpu := num("cpu"); g.CPUSeconds.Known() && cpu.Known() && cpu > 0 {
+			g.ShareOfProxyCPU = 100 * g.CPUSeconds / cpu
+		}
+		gs := "n"
+		if !num("gcp_n_p50").Known() {
+			gs = "c"
+		}
+		g.PauseP50, g.PauseP99, g.PauseMax = num("gcp_"+gs+"_p50"), num("gcp_"+gs+"_p99"), num("gcp_"+gs+"_max")
+		cell.GC = g
+	}
+	if err := timeSeries(ctx, c, &cell, svc, lg, isGo); err != nil {
+		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
+	}
+	return cell, nil
+}
+
+func orZero(n report.Num) report.Num {
+	if !n.Known() {
+		return 0
+	}
+	return n
+}
+
+// timeSeries fetches per-second CPU, memory and live heap over the window
+// in one range query, for the peaks, the OLS slopes and the figures.
+func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, lg string, isGo bool) error {
+	var b batch
+	b.add("cpu", fmt.Sprintf("sum(irate(container_cpu_usage_seconds_total%s[3s]))", svc))
+	b.add("mem", fmt.Sprintf("sum(container_memory_working_set_bytes%s)", svc))
+	b.add("lg", fmt.Sprintf("sum(irate(process_cpu_seconds_total%s[3s]))", lg))
+	if isGo {
+		b.add("heap", fmt.Sprintf("sum(proxybench_gc_heap_live_bytes%s)", svc))
+	}
+	d := cell.End.Sub(cell.Start)
+	step := time.Second
+	if n := d / step; n > 10000 {
+		step = d / 10000
+	}
+	start := cell.Start.Add(step).Truncate(time.Millisecond)
+	if start.After(cell.End) {
+		start = cell.End
+	}
+	res, err := c.QueryRange(ctx, b.expr(), start, cell.End, step)
+	if err != nil {
+		return err
+	}
+	byName := map[string]promapi.Series{}
+	for _, s := range res {
+		byName[s.Labels["rk"]] = s
+	}
+	secs := func(s promapi.Series) []float64 {
+		out := make([]float64, len(s.Times))
+		for i, t := range s.Times {
+			out[i] = t.Sub(cell.Start).Seconds()
+		}
+		return out
+	}
+	if s, ok := byName["cpu"]; ok && len(s.Values) > 0 {
+		cell.ProxyRes.CPUPeakCores = report.Num(maxOf(s.Values))
+		cell.Series.T = secs(s)
+		cell.Series.CPU = round(s.Values, 4)
+	}
+	if s, ok := byName["mem"]; ok && len(s.Values) > 0 {
+		mb := scale(s.Values, 1/1e6)
+		cell.ProxyRes.MemSlopeMBPerMin = slopePerMin(secs(s), mb)
+		cell.Series.MemMB = round(mb, 3)
+		if cell.Series.T == nil {
+			cell.Series.T = secs(s)
+		}
+	}
+	if s, ok := byName["lg"]; ok && len(s.Values) > 0 {
+		cell.LoadgenCPU.PeakCores = report.Num(maxOf(s.Values))
+	}
+	if s, ok := byName["heap"]; ok && len(s.Values) > 0 && cell.GC != nil {
+		mb := scale(s.Values, 1/1e6)
+		cell.GC.LiveHeapSlope = slopePerMin(secs(s), mb)
+		cell.Series.HeapMB = round(mb, 3)
+	}
+	// The figures align series on T; drop any that do not share its length.
+	for _, p := range []*[]float64{&cell.Series.CPU, &cell.Series.MemMB, &cell.Series.HeapMB} {
+		if len(*p) != len(cell.Series.T) {
+			*p = nil
+		}
+	}
+	return nil
+}
+
+func slopePerMin(x, y []float64) report.Num {
+	s := stats.Slope(x, y)
+	if math.IsNaN(s) {
+		return report.NaN()
+	}
+	return report.Num(s * 60)
+}
+
+func maxOf(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		if x > m {
+			m = x
+		}
+	}
+	return m
+}
+
+func scale(xs []float64, f float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x * f
+	}
+	return out
+}
+
+// round keeps report.json small and stable.
+func round(xs []float64, digits int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i], _ = strconv.ParseFloat(strconv.FormatFloat(x, 'f', digits, 64), 64)
+	}
+	return out
+}

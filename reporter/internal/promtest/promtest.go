@@ -1,0 +1,154 @@
+// Package promtest owns test helpers that run a real Prometheus: backfilling
+// a TSDB from OpenMetrics text with promtool, and starting the pinned
+// prometheus binary on a free 127.0.0.1 port, optionally scraping targets.
+package promtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Version is the pinned Prometheus module version built by scripts/gobin.sh.
+const Version = "v0.316.0"
+
+// Binary finds the pinned prometheus or promtool binary: $PROXYBENCH_<NAME>
+// (e.g. PROXYBENCH_PROMETHEUS), else .cache/bin/<name>-<Version> at the repo
+// root. Missing binaries fail the test with the command that builds them.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	if p := os.Getenv("PROXYBENCH_" + strings.ToUpper(name)); p != "" {
+		return p
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("promtest: %v", err)
+	}
+	p := filepath.Join(root, ".cache", "bin", name+"-"+Version)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("promtest: %s not built: run scripts/gobin.sh %s (or set PROXYBENCH_%s)", p, name, strings.ToUpper(name))
+	}
+	return p
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Backfill writes OpenMetrics text (with timestamps, ending in "# EOF") into
+// a fresh TSDB directory with promtool and returns the directory.
+func Backfill(t testing.TB, openMetrics []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.om")
+	if err := os.WriteFile(in, openMetrics, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(Binary(t, "promtool"), "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h", in, data)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool backfill: %v\n%s", err, out)
+	}
+	return data
+}
+
+// Options configure a Prometheus instance.
+type Options struct {
+	DataDir        string        // TSDB path; a temp dir when empty
+	Targets        []string      // host:port scraped as job "test"
+	ScrapeInterval time.Duration // default 1s
+	Native         bool          // scrape native histograms (classic buckets kept too)
+}
+
+// Server is a running Prometheus.
+type Server struct {
+	URL string
+	cmd *exec.Cmd
+	log *bytes.Buffer
+}
+
+// Start runs Prometheus until the test ends; it fails the test when
+// Prometheus is not ready within 60 s.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	if o.DataDir == "" {
+		o.DataDir = filepath.Join(dir, "data")
+	}
+	if o.ScrapeInterval == 0 {
+		o.ScrapeInterval = time.Second
+	}
+	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", o.ScrapeInterval, o.ScrapeInterval)
+	if len(o.Targets) > 0 {
+		cfg += fmt.Sprintf("scrape_configs:\n  - job_name: test\n    scrape_native_histograms: %t\n    always_scrape_classic_histograms: true\n    static_configs:\n      - targets: ['%s']\n",
+			o.Native, strings.Join(o.Targets, "','"))
+	}
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	var log bytes.Buffer
+	cmd := exec.Command(Binary(t, "prometheus"), "--config.file="+cfgPath, "--storage.tsdb.path="+o.DataDir,
+		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	s := &Server{URL: "http://" + addr, cmd: cmd, log: &log}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/-/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("prometheus not ready at %s: %v\n%s", s.URL, err, log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Log returns what Prometheus printed so far.
+func (s *Server) Log() string { return s.log.String() }
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

@@ -1,0 +1,232 @@
+// Command reporter builds proxybench reports from Prometheus and compares
+// runs.
+//
+//	reporter build   -prom URL -run ID [-results DIR] [-slo-p99 120ms] [-slo-errors 0.01]
+//	reporter diff    -a ID -b ID [-results DIR] [-threshold 5%]
+//	reporter history [-results DIR]
+//
+// Exit codes: 0 success; 1 the report or diff could not be produced; 2 bad
+// usage; 3 build: the report was written but a cell failed an SLO; 4 diff: a
+// cell regressed beyond the threshold.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"proxybench/reporter/internal/build"
+	"proxybench/reporter/internal/diff"
+	"proxybench/reporter/internal/output"
+	"proxybench/reporter/internal/promapi"
+	"proxybench/reporter/internal/report"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitError      = 1
+	exitUsage      = 2
+	exitSLOFailed  = 3
+	exitRegression = 4
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, time.Now)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func() time.Time) int {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: reporter build|diff|history [flags] (reporter CMD -h for flags)")
+		return exitUsage
+	}
+	switch args[0] {
+	case "build":
+		return cmdBuild(ctx, args[1:], stdout, stderr, now, log)
+	case "diff":
+		return cmdDiff(args[1:], stdout, stderr, log)
+	case "history":
+		return cmdHistory(args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "reporter: unknown command %q (want build, diff or history)\n", args[0])
+		return exitUsage
+	}
+}
+
+// ratio accepts "5%", "0.05" or "5 %".
+type ratio struct{ v *float64 }
+
+func (r ratio) String() string {
+	if r.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*r.v, 'g', -1, 64)
+}
+
+func (r ratio) Set(s string) error {
+	s = strings.TrimSpace(s)
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%")), 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a ratio like 0.05 or 5%%, got %q", s)
+	}
+	if pct {
+		v /= 100
+	}
+	*r.v = v
+	return nil
+}
+
+func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer, now func() time.Time, log *slog.Logger) int {
+	fs := flag.NewFlagSet("reporter build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	promURL := fs.String("prom", "http://127.0.0.1:9090", "Prometheus base URL")
+	runID := fs.String("run", "", "run id (required)")
+	results := fs.String("results", "results", "results directory; the report goes to <results>/<run>/")
+	sloP99 := fs.Duration("slo-p99", 0, "SLO: every cell's p99 latency must be below this (e.g. 120ms); overrides the plan")
+	var sloErr float64
+	fs.Var(ratio{&sloErr}, "slo-errors", "SLO: every cell's error ratio must be below this (e.g. 1% or 0.01); overrides the plan")
+	conc := fs.Int("concurrency", 4, "cells queried in parallel")
+	noHistory := fs.Bool("no-history", false, "do not archive the report in <results>/history/")
+	th := report.DefaultThresholds
+	fs.Var(ratio{&th.ErrorRatio}, "max-error-ratio", "validity: a cell with more errors than this is invalid")
+	fs.Float64Var(&th.LoadgenCPUFraction, "loadgen-cpu-fraction", th.LoadgenCPUFraction, "validity: loadgen CPU at or above this fraction of its limit is loadgen-bound")
+	fs.Int64Var(&th.MinRequests, "min-requests", th.MinRequests, "validity: fewer attempts than this are too few samples")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *runID == "" || strings.ContainsAny(*runID, `/\`) || *runID == "." || *runID == ".." {
+		fmt.Fprintln(stderr, "reporter build: -run ID is required and must be a plain run id (see results/ or results/history/manifest.json)")
+		return exitUsage
+	}
+	var client *promapi.Client
+	if *promURL != "" {
+		c, err := promapi.New(*promURL, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "reporter build: %v\n", err)
+			return exitUsage
+		}
+		client = c
+	}
+	flagSLO := false
+	fs.Visit(func(f *flag.Flag) { flagSLO = flagSLO || strings.HasPrefix(f.Name, "slo-") })
+	dir := filepath.Join(*results, *runID)
+	start := time.Now()
+	r, err := build.Build(ctx, build.Config{Prom: client, PromURL: *promURL, Run: *runID, RunDir: dir,
+		SLO: report.SLO{P99: *sloP99, ErrorRatio: sloErr}, SLOFromFlag: flagSLO, Thresholds: th, Concurrency: *conc, Now: now, Log: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "reporter build: %v\n", err)
+		return exitError
+	}
+	if err := output.Write(dir, r); err != nil {
+		fmt.Fprintf(stderr, "reporter build: %v\n", err)
+		return exitError
+	}
+	if !*noHistory {
+		if err := output.Archive(*results, r); err != nil {
+			fmt.Fprintf(stderr, "reporter build: %v\n", err)
+			return exitError
+		}
+	}
+	s := r.Summary
+	fmt.Fprintf(stdout, "report %s: %d cells (%d valid, %d suspect, %d invalid) in %s\n  %s\n",
+		r.Run, s.Cells, s.Valid, s.Suspect, s.Invalid, time.Since(start).Round(time.Millisecond), filepath.Join(dir, "report.md"))
+	if s.SLOFailed > 0 {
+		fmt.Fprintf(stdout, "SLO (%s) failed in %d cell(s)\n", r.SLO, s.SLOFailed)
+		return exitSLOFailed
+	}
+	return exitOK
+}
+
+func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	fs := flag.NewFlagSet("reporter diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	a := fs.String("a", "", "baseline run id (required)")
+	b := fs.String("b", "", "candidate run id (required)")
+	results := fs.String("results", "results", "results directory")
+	o := diff.DefaultOptions
+	fs.Var(ratio{&o.Threshold}, "threshold", "relative change that counts (e.g. 5% or 0.05)")
+	fs.Var(ratio{&o.ErrorThreshold}, "error-threshold", "absolute error-ratio change that counts (e.g. 0.5%)")
+	fs.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Mann-Whitney U test")
+	fs.BoolVar(&o.RequireSignificance, "require-significance", false, "fail only on statistically significant regressions (needs >= 4 repeats per side)")
+	metrics := fs.String("metrics", strings.Join(o.Metrics, ","), "metrics compared (rps, p50_seconds, p99_seconds, p99_9_seconds, error_ratio, proxy_cpu_cores, proxy_mem_peak_bytes)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *a == "" || *b == "" {
+		fmt.Fprintln(stderr, "reporter diff: -a and -b run ids are required")
+		return exitUsage
+	}
+	o.Metrics = strings.Split(*metrics, ",")
+	known := map[string]bool{}
+	for _, m := range report.GroupMetrics {
+		known[m.Name] = true
+	}
+	for _, m := range o.Metrics {
+		if !known[m] {
+			fmt.Fprintf(stderr, "reporter diff: unknown metric %q in -metrics\n", m)
+			return exitUsage
+		}
+	}
+	load := func(id string) (*report.Report, error) {
+		p := filepath.Join(*results, id, "report.json")
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			p = filepath.Join(*results, "history", id, "report.json")
+		}
+		return output.Read(p)
+	}
+	ra, err := load(*a)
+	if err != nil {
+		fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, *a)
+		return exitError
+	}
+	rb, err := load(*b)
+	if err != nil {
+		fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, *b)
+		return exitError
+	}
+	res := diff.Compare(ra, rb, o)
+	if err := res.Markdown(stdout); err != nil {
+		fmt.Fprintf(stderr, "reporter diff: %v\n", err)
+		return exitError
+	}
+	log.Debug("diff done", "rows", len(res.Rows))
+	if res.Regressions > 0 {
+		return exitRegression
+	}
+	return exitOK
+}
+
+func cmdHistory(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("reporter history", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	results := fs.String("results", "results", "results directory")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	h, err := output.ReadHistory(*results)
+	if err != nil {
+		fmt.Fprintf(stderr, "reporter history: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintln(stdout, "| run | start (UTC) | cells | valid | suspect | invalid | SLO failed | tiers | proxies |\n|:---|:---|---:|---:|---:|---:|---:|:---|:---|")
+	for _, e := range h.Runs {
+		s := e.Summary
+		fmt.Fprintf(stdout, "| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", e.Run, e.Start.Format("2006-01-02 15:04:05"), s.Cells, s.Valid,
+			s.Suspect, s.Invalid, s.SLOFailed, strings.Join(e.Tiers, " "), strings.Join(e.Proxies, " "))
+	}
+	return exitOK
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# bench.sh [loadgen run flags]: the main job behind `make bench`. Ensures the
+# engine, images and stack; runs the matrix; builds the report; prints the
+# path of report.md last. A stack it started it stops again (keeping the
+# Prometheus volume); a stack that was already up is left up. Ctrl-C ends
+# the current cell, keeps every finished one and still writes the report.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+results=results run=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+    -results) results=${args[i+1]} ;;
+    -run) run=${args[i+1]} ;;
+  esac
+done
+[ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
+
+scripts/engine.sh || exit 1
+started=0
+if scripts/stack.sh running; then
+  say "stack already up: using it and leaving it up"
+  scripts/stack.sh wait || exit 1
+else
+  started=1
+  scripts/stack.sh up || { scripts/stack.sh stop; exit 1; }
+fi
+cleanup() { [ $started = 1 ] && scripts/stack.sh stop; }
+trap cleanup EXIT
+# Ctrl-C reaches the loadgen too (same process group); it ends the cell and
+# returns. This shell must survive it to write the report and clean up.
+trap 'say "interrupted: finishing the report of what was measured"' INT TERM
+
+export CGO_ENABLED=0
+go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./reporter || exit 1
+
+.cache/dist/loadgen run "${args[@]}"
+lrc=$?
+.cache/dist/reporter build -prom "${PROM:-http://127.0.0.1:9090}" -run "$run" -results "$results"
+rrc=$?
+if [ -f "$results/$run/report.md" ]; then
+  echo "report: $results/$run/report.md"
+else
+  say "no report was written for run $run (loadgen exit $lrc, reporter exit $rrc)"
+fi
+[ $lrc -ne 0 ] && exit $lrc
+exit $rrc

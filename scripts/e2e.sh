@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# e2e.sh: the end-to-end part of `make test`, on the real engine and stack:
+# stack up (host networking, offline images when there is no registry),
+# preflight of all 16 routes, a quick bench with assertions on report.json,
+# every dashboard and rule query against the live Prometheus, the exporter's
+# checks against docker logs and docker stats, then the stack down, leaving
+# no container behind even when a step fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf 'e2e: %s\n' "$*" >&2; }
+export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+t0=$SECONDS
+
+scripts/engine.sh
+trap 'rc=$?; scripts/stack.sh down; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+scripts/stack.sh up
+say "stack up after $((SECONDS - t0)) s"
+
+go build -o .cache/dist/loadgen ./loadgen
+go build -o .cache/dist/reporter ./reporter
+.cache/dist/loadgen preflight -proxies nginx,haproxy,traefik,caddy -origins node,python,go,fast -wait 60s
+
+run=e2e-$(date -u +%Y%m%dT%H%M%SZ)
+results=$PWD/.cache/e2e-results
+.cache/dist/loadgen run -run "$run" -results "$results" -tier 4s \
+  -proxies nginx,haproxy,traefik,caddy -origins fast,go -concurrency 20
+.cache/dist/reporter build -prom http://127.0.0.1:9090 -run "$run" -results "$results"
+say "bench + report after $((SECONDS - t0)) s"
+
+PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090 \
+  go test -tags e2e -count=1 -timeout 15m ./e2e/... ./grafana/... ./exporter/...
+say "passed in $((SECONDS - t0)) s"

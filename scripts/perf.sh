@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# perf.sh: how efficient is the instrument? Side-by-side closed-loop
+# throughput against the fast origin on loopback: proxybench loadgen vs wrk
+# vs hey vs vegeta, same connections and duration, each load tool pinned to
+# CPU 1 and the origin to CPU 0. The figure of merit is requests per
+# CPU-second of the LOAD TOOL (user+sys of the tool's process and children,
+# from /usr/bin/time): on a shared machine the origin's speed varies, the
+# cost per request of the tool much less.
+#
+#   scripts/perf.sh                      # 50 connections, 10 s, once
+#   CONNS=100 DURATION=20 REPEATS=3 scripts/perf.sh   # median of 3 rounds
+#   TOOLS="loadgen wrk" scripts/perf.sh
+#
+# It builds and starts what it needs on 127.0.0.1:9104 unless something
+# already answers there, and stops only what it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CONNS=${CONNS:-50}
+DURATION=${DURATION:-10}
+REPEATS=${REPEATS:-1}
+TOOLS=${TOOLS:-"loadgen loadgen-nethttp wrk hey vegeta"}
+ADDR=127.0.0.1:9104
+URL=http://$ADDR/
+TOOL_CPU=${TOOL_CPU:-1}
+ORIGIN_CPU=${ORIGIN_CPU:-0}
+
+tmp=$(mktemp -d)
+origin_pid=
+cleanup() {
+  if [ -n "$origin_pid" ]; then kill "$origin_pid" 2>/dev/null || true; wait "$origin_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+need() { # command debian-package
+  command -v "$1" >/dev/null && return
+  echo "perf: installing $2 (apt-get)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" >/dev/null
+}
+for t in $TOOLS; do
+  case $t in
+    wrk) need wrk wrk ;;
+    hey) need hey hey ;;
+    vegeta) VEGETA=$(scripts/gobin.sh vegeta) ;;
+  esac
+done
+[ -x /usr/bin/time ] || need /usr/bin/time time
+
+echo "perf: building loadgen" >&2
+go build -o "$tmp/loadgen" ./loadgen
+
+up() { curl -fsS -m 1 -o /dev/null "$URL" 2>/dev/null; }
+origin_note="something already listening on $ADDR (not started or pinned by this script)"
+if ! up; then
+  if go build -o "$tmp/origin" ./origins/fast 2>/dev/null; then
+    origin_note="origins/fast"
+  elif go build -o "$tmp/origin" ./origins/go 2>/dev/null; then
+    origin_note="origins/go (origins/fast did not build)"
+  else
+    mkdir -p "$tmp/srv"
+    cat >"$tmp/srv/main.go" <<'GO'
+package main
+
+import "net/http"
+
+func main() {
+	http.ListenAndServe("127.0.0.1:9104", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Origin", "perf")
+		w.Write([]byte("proxybench origin ok\n"))
+	}))
+}
+GO
+    (cd "$tmp/srv" && printf 'module perfsrv\ngo 1.26\n' >go.mod && go build -o "$tmp/origin" .)
+    origin_note="a minimal net/http server (neither origin built)"
+  fi
+  ORIGIN_NAME=fast LISTEN_ADDR=$ADDR taskset -c "$ORIGIN_CPU" "$tmp/origin" 2>"$tmp/origin.log" &
+  origin_pid=$!
+  origin_note="$origin_note, pinned with taskset -c $ORIGIN_CPU"
+  for _ in $(seq 50); do up && break; sleep 0.1; done
+  up || { echo "perf: origin did not come up on $ADDR:" >&2; cat "$tmp/origin.log" >&2; exit 1; }
+fi
+
+# run TOOL: prints "requests cpu_seconds"
+run() {
+  local t=$1 out=$tmp/$1.out
+  local timed=(/usr/bin/time -f "%U %S" -o "$tmp/time" taskset -c "$TOOL_CPU")
+  case $t in
+    loadgen) "${timed[@]}" "$tmp/loadgen" attack -url "$URL" -c "$CONNS" -d "${DURATION}s" -json -quiet >"$out" 2>&1
+      req=$(sed -n 's/^  "requests": \([0-9]*\),/\1/p' "$out") ;;
+    loadgen-nethttp) "${timed[@]}" "$tmp/loadgen" attack -net-http -url "$URL" -c "$CONNS" -d "${DURATION}s" -json -quiet >"$out" 2>&1
+      req=$(sed -n 's/^  "requests": \([0-9]*\),/\1/p' "$out") ;;
+    wrk) "${timed[@]}" wrk -t1 -c "$CONNS" -d "${DURATION}s" "$URL" >"$out" 2>&1
+      req=$(awk '/requests in/ {print $1}' "$out") ;;
+    hey) "${timed[@]}" hey -c "$CONNS" -z "${DURATION}s" -disable-compression "$URL" >"$out" 2>&1
+      req=$(awk '/responses$/ {gsub(/[^0-9]/,"",$2); s+=$2} END {print s+0}' "$out") ;;
+    vegeta) echo "GET $URL" | "${timed[@]}" "$VEGETA" attack -rate=0 -workers "$CONNS" -max-workers "$CONNS" \
+        -connections "$CONNS" -duration "${DURATION}s" >"$tmp/vegeta.bin" 2>"$out"
+      "$VEGETA" report <"$tmp/vegeta.bin" >>"$out"
+      req=$(awk -F'[ ,]+' '/^Requests/ {print $5}' "$out") ;;
+    *) echo "perf: unknown tool $t" >&2; exit 2 ;;
+  esac
+  [ -n "$req" ] || { echo "perf: could not read $t's request count:" >&2; cat "$out" >&2; exit 1; }
+  read -r u s <"$tmp/time"
+  echo "$req $(echo "$u + $s" | bc -l)"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+echo "perf: $CONNS connections, ${DURATION}s per tool, $REPEATS round(s); tools pinned with taskset -c $TOOL_CPU; origin: $origin_note" >&2
+echo "perf: load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+declare -A RPS EFF
+for r in $(seq "$REPEATS"); do
+  for t in $TOOLS; do
+    read -r req cpu < <(run "$t")
+    rps=$(echo "$req / $DURATION" | bc -l)
+    eff=$(echo "if ($cpu > 0) $req / $cpu else 0" | bc -l)
+    printf 'perf: round %d %-16s %9d requests  %7.2f CPU-s  %9.0f req/s  %9.0f req/CPU-s\n' "$r" "$t" "$req" "$cpu" "$rps" "$eff" >&2
+    RPS[$t]+="$rps "
+    EFF[$t]+="$eff "
+  done
+done
+echo "perf: load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+echo
+echo "Closed loop, $CONNS connections, ${DURATION}s, median of $REPEATS; load tool on CPU $TOOL_CPU (taskset), origin: $origin_note."
+echo
+echo "| tool | requests/s | requests per tool CPU-second | loadgen's efficiency vs this tool | target |"
+echo "|---|---:|---:|---:|---|"
+declare -A MED
+for t in $TOOLS; do
+  MED[$t]=$(echo "${EFF[$t]}" | tr ' ' '\n' | grep . | median)
+done
+base=${MED[loadgen]:-}
+for t in $TOOLS; do
+  rps=$(echo "${RPS[$t]}" | tr ' ' '\n' | grep . | median)
+  ratio="-"; target="-"
+  if [ -n "$base" ] && [ "$t" != loadgen ]; then
+    ratio=$(printf '%.2fx' "$(echo "$base / ${MED[$t]}" | bc -l)")
+    case $t in
+      wrk) want=0.8 ;; hey) want=1.5 ;; vegeta) want=2 ;; *) want= ;;
+    esac
+    if [ -n "$want" ]; then
+      if [ "$(echo "$base >= $want * ${MED[$t]}" | bc -l)" = 1 ]; then target=">= ${want}x: met"; else target=">= ${want}x: NOT met"; fi
+    fi
+  fi
+  printf '| %s | %.0f | %.0f | %s | %s |\n' "$t" "$rps" "${MED[$t]}" "$ratio" "$target"
+done
