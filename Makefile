@@ -22,7 +22,8 @@ empty :=
 space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
-.PHONY: help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
+PHONY_EXTRA := prepare
+.PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -63,7 +64,10 @@ lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	@go vet ./...
 
-test: lint test-unit test-e2e ## everything CI runs
+test: prepare lint test-unit test-e2e ## everything CI runs
+
+prepare: ## engine, images and pinned tools (promtool) that the tests need
+	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null
 
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
 	@go test -count=1 -timeout 20m ./...

@@ -149,6 +149,8 @@ func TestOrigins(t *testing.T) {
 				t.Run("pipelined", func(t *testing.T) { t.Parallel(); checkPipelined(t, o) })
 				t.Run("raw reason sanitized", func(t *testing.T) { t.Parallel(); checkSanitized(t, o) })
 				t.Run("keep-alive reused 100x", func(t *testing.T) { t.Parallel(); checkKeepAlive(t, o) })
+				t.Run("expect 100-continue", func(t *testing.T) { t.Parallel(); checkExpectContinue(t, o) })
+				t.Run("garbage", func(t *testing.T) { t.Parallel(); sendGarbage(t, o) })
 				t.Run("HTTP/1.0 closes", func(t *testing.T) { t.Parallel(); checkHTTP10(t, o) })
 			})
 			t.Run("still serves after bad input", func(t *testing.T) {
@@ -247,9 +249,44 @@ func checkSanitized(t *testing.T, o origin) {
 	if resp.status != 400 || resp.body != want {
 		t.Errorf("got %d %q, want 400 %q", resp.status, resp.body, want)
 	}
+	resp = rawExchange(t, o, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: a\x01b\r\nContent-Length: 0\r\n\r\n", 1)[0]
+	if resp.status != 400 {
+		t.Errorf("control byte in Content-Type: got %d %q, want 400", resp.status, resp.body)
+	}
 	resp = rawExchange(t, o, "GET /bytes/a\xff HTTP/1.1\r\nHost: x\r\n\r\n", 1)[0]
 	if resp.status != 400 || strings.Contains(resp.body, "\xff") || strings.Count(resp.body, "\n") > 1 {
 		t.Errorf("got %d %q, want 400 and a one-line reason without the raw byte", resp.status, resp.body)
+	}
+}
+
+// checkExpectContinue: an echo the origin will read gets "100 Continue"
+// and then its answer; one it refuses gets the refusal, with no 100 first.
+func checkExpectContinue(t *testing.T, o origin) {
+	c, err := net.DialTimeout("tcp", o.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 100 {
+		t.Fatalf("before the body: %v, %v; want 100 Continue", resp, err)
+	}
+	io.WriteString(c, "ping")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ping" {
+		t.Errorf("echo after 100: %d %q", resp.StatusCode, body)
+	}
+
+	got := rawExchange(t, o, "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 16777217\r\n\r\n", 1)[0]
+	if got.status != 413 {
+		t.Errorf("too large with Expect: got %d %q first, want 413", got.status, got.body)
 	}
 }
 
@@ -290,6 +327,32 @@ func checkHTTP10(t *testing.T, o origin) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(body) != "proxybench origin ok\n" {
 		t.Errorf("got %d %q", resp.StatusCode, body)
+	}
+}
+
+// sendGarbage throws malformed bytes at the origin; whatever it answers,
+// the "still serves" check after the table proves it survived.
+func sendGarbage(t *testing.T, o origin) {
+	for _, g := range []string{
+		"\x00\x01\x02\r\n\r\n",
+		"GET\r\n\r\n",
+		"GET / HTTP/9.9\r\n\r\n",
+		"GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + strings.Repeat("9", 5000) + "\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 200) + "\r\n",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nshort",
+	} {
+		c, err := net.DialTimeout("tcp", o.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(time.Second))
+		io.WriteString(c, g)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		io.Copy(io.Discard, c)
+		c.Close()
 	}
 }
 

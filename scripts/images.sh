@@ -44,6 +44,11 @@ scratch_image() {
 
 hash_of() { sha256sum "$@" | sha256sum | cut -c1-12; }
 
+# The Debian base is network-bound (debootstrap) and the Go builds CPU-bound:
+# on a new machine, overlap them.
+base_log=$(mktemp)
+if [ "$offline" = 1 ]; then scripts/base-image.sh >"$base_log" 2>&1 & base_pid=$!; fi
+
 # Our Go programs: static, reproducible (-trimpath), so the hash is the input.
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 for prog in origins/go:origin-go origins/fast:origin-fast exporter:exporter compose/pbhealth:pbhealth loadgen:loadgen; do
@@ -61,14 +66,6 @@ done
   done
 
   if [ "$offline" = 1 ]; then
-    base=$(scripts/base-image.sh)
-    for alias in nginx:1.22-debian12 haproxy:2.6-debian12 node:18-debian12 python:3.11-debian12; do
-      docker tag "$base" "proxybench/$alias"
-    done
-    echo "NGINX_IMAGE=proxybench/nginx:1.22-debian12"
-    echo "HAPROXY_IMAGE=proxybench/haproxy:2.6-debian12"
-    echo "NODE_BASE=proxybench/node:18-debian12"
-    echo "PYTHON_BASE=proxybench/python:3.11-debian12"
     for p in traefik caddy prometheus; do
       bin=$(scripts/gobin.sh "$p")
       ver=${bin##*-}
@@ -78,6 +75,15 @@ done
       esac
       echo "$(echo "$p" | tr a-z A-Z)_IMAGE=proxybench/$p:$ver"
     done
+    wait "$base_pid" || { cat "$base_log" >&2; exit 1; }
+    base=$(tail -1 "$base_log")
+    for alias in nginx:1.22-debian12 haproxy:2.6-debian12 node:18-debian12 python:3.11-debian12; do
+      docker tag "$base" "proxybench/$alias"
+    done
+    echo "NGINX_IMAGE=proxybench/nginx:1.22-debian12"
+    echo "HAPROXY_IMAGE=proxybench/haproxy:2.6-debian12"
+    echo "NODE_BASE=proxybench/node:18-debian12"
+    echo "PYTHON_BASE=proxybench/python:3.11-debian12"
   fi
   # Node and python origins: one Dockerfile each, base image chosen above.
   for o in node python; do

@@ -16,7 +16,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
@@ -44,21 +43,20 @@ var registerOnce sync.Once
 // experimental functions or syntax.
 var promql = parser.NewParser(parser.Options{})
 
-// Decode strictly decodes one dashboard file into the SDK types: unknown or
-// mistyped fields are errors, so nothing in the file is silently dropped.
+// Decode decodes one dashboard file into the SDK types; mistyped fields are
+// errors. Check's round trip then proves nothing was dropped.
 func Decode(name string, raw []byte) (File, error) {
 	registerOnce.Do(plugins.RegisterDefaultPlugins)
 	if !json.Valid(raw) {
 		return File{}, fmt.Errorf("%s: not valid JSON", name)
 	}
 	var d dashboard.Dashboard
-	// UnmarshalJSONStrict (SDK v0.0.22) returns its error list as a typed
-	// nil on success: only a non-empty list is a failure.
-	if err := d.UnmarshalJSONStrict(raw); err != nil {
-		var be cog.BuildErrors
-		if !errors.As(err, &be) || len(be) > 0 {
-			return File{}, fmt.Errorf("%s: does not decode into the Grafana dashboard schema: %w", name, err)
-		}
+	// Not UnmarshalJSONStrict: in SDK v0.0.22 it returns its error list as
+	// a typed nil, which its own callers take for a failure, dropping every
+	// panel and annotation target. The round trip in Check catches what the
+	// lenient decoder drops instead.
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return File{}, fmt.Errorf("%s: does not decode into the Grafana dashboard schema: %w", name, err)
 	}
 	return File{Name: name, Raw: raw, Dashboard: d}, nil
 }

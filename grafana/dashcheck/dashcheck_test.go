@@ -169,6 +169,9 @@ func TestCheckReportsEachKindOfProblem(t *testing.T) {
 		{"not json", func(*testing.T) []byte { return []byte(`{"title": `) }, "not valid JSON"},
 		{"unknown field is not silently dropped", func(t *testing.T) []byte {
 			return mutate(t, func(d map[string]any) { panelAt(d, 1)["colour"] = "red" })
+		}, ".panels[1].colour: dropped"},
+		{"mistyped field", func(t *testing.T) []byte {
+			return mutate(t, func(d map[string]any) { d["title"] = 42 })
 		}, "does not decode into the Grafana dashboard schema"},
 		{"panel datasource", func(t *testing.T) []byte {
 			return mutate(t, func(d map[string]any) {

@@ -231,19 +231,18 @@ func (c *Client) Version(ctx context.Context, ctr Container) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("version of %s: %w", ctr.Name, err)
 	}
-	name := ctr.Service
-	if custom {
-		name = ""
+	v, err := ParseVersion(ctr.Service, out)
+	if err != nil && custom {
+		// A command of the user's choosing: its first line is the version.
+		v, err = ParseVersion("", out)
 	}
-	v, err := ParseVersion(name, out)
 	if err != nil {
 		return "", fmt.Errorf("version of %s from %q: %w", ctr.Name, strings.Join(argv, " "), err)
 	}
 	return v, nil
 }
 
-// exec runs argv in the container and returns stdout and stderr together
-// (nginx -v prints to stderr).
+// exec runs argv in the container and returns its output.
 func (c *Client) exec(ctx context.Context, id string, argv []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -256,18 +255,28 @@ func (c *Client) exec(ctx context.Context, id string, argv []string) (string, er
 		return "", fmt.Errorf("exec %q: attach: %w", strings.Join(argv, " "), err)
 	}
 	defer hj.Close()
-	var out strings.Builder
-	if err := Demux(hj.Reader, func(_ Stream, p []byte) { out.Write(p) }); err != nil && !errors.Is(err, io.EOF) {
+	var stdout, stderr strings.Builder
+	err = Demux(hj.Reader, func(s Stream, p []byte) {
+		if s == Stderr {
+			stderr.Write(p)
+		} else {
+			stdout.Write(p)
+		}
+	})
+	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("exec %q: read output: %w", strings.Join(argv, " "), err)
 	}
 	st, err := c.api.ContainerExecInspect(ctx, ex.ID)
 	if err != nil {
 		return "", fmt.Errorf("exec %q: %w", strings.Join(argv, " "), err)
 	}
+	// stdout first; stderr (where nginx -v writes) without the runtime's
+	// gctrace, which an exec inherits from a Go proxy's environment.
+	out := stdout.String() + "\n" + withoutGCTrace(stderr.String())
 	if st.ExitCode != 0 {
-		return "", fmt.Errorf("exec %q exited %d: %s", strings.Join(argv, " "), st.ExitCode, firstLine(out.String()))
+		return "", fmt.Errorf("exec %q exited %d: %s", strings.Join(argv, " "), st.ExitCode, firstLine(out))
 	}
-	return out.String(), nil
+	return out, nil
 }
 
 // List lists the containers, stopped ones included, that carry every

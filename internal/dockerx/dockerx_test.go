@@ -105,6 +105,14 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("version = %q, want a bookworm 12.x", v)
 	}
 
+	st, err := c.Stats(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CPUTotal <= 0 || st.MemUsage == 0 || st.Read.IsZero() {
+		t.Errorf("stats of a running shell loop: %+v", st)
+	}
+
 	if err := c.Pause(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -191,9 +199,35 @@ func TestParseVersion(t *testing.T) {
 			t.Errorf("ParseVersion(%q, %q) = %q, %v; want %q", tc.service, tc.out, got, err, tc.want)
 		}
 	}
-	if _, err := ParseVersion("nginx", "sh: nginx: not found"); err == nil {
-		t.Error("garbage nginx output: want error")
+	for _, tc := range []struct{ service, out, hint string }{
+		{"nginx", "sh: nginx: not found", "unrecognised"},
+		{"caddy", "unknown\n", "CustomVersion"},
+		{"traefik", "Version:      dev\nCodename:     cheddar\n", "pkg/version.Version"},
+	} {
+		if _, err := ParseVersion(tc.service, tc.out); err == nil || !strings.Contains(err.Error(), tc.hint) {
+			t.Errorf("ParseVersion(%q, %q) err = %v, want a hint %q", tc.service, tc.out, err, tc.hint)
+		}
 	}
+}
+
+func TestWithoutGCTrace(t *testing.T) {
+	t.Parallel()
+	in := "gc 1 @0.060s 0%: 0.62+5.1+0.007 ms clock, 1.2+0.50/0.33/0.38+0.014 ms cpu, 3->4->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P\nnginx version: nginx/1.22.1\nGC forced\nscav 0 KiB\n"
+	if got := parseVersionOf(t, "nginx", withoutGCTrace(in)); got != "nginx/1.22.1" {
+		t.Errorf("got %q", got)
+	}
+	if got := firstLine(withoutGCTrace(in)); got != "nginx version: nginx/1.22.1" {
+		t.Errorf("first line after filtering = %q", got)
+	}
+}
+
+func parseVersionOf(t *testing.T, service, out string) string {
+	t.Helper()
+	v, err := ParseVersion(service, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestDemuxRejectsTTYStream(t *testing.T) {

@@ -1,7 +1,9 @@
 package dockerx
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -25,13 +27,19 @@ func ParseVersion(service, out string) (string, error) {
 	case "traefik": // "Version:      3.6.12"
 		for _, l := range lines(out) {
 			if v, ok := strings.CutPrefix(l, "Version:"); ok && strings.TrimSpace(v) != "" {
-				return "traefik " + strings.TrimSpace(v), nil
+				if v = strings.TrimSpace(v); v == "dev" {
+					return "", errors.New("traefik reports version \"dev\": build it with -ldflags '-X github.com/traefik/traefik/v3/pkg/version.Version=<version>'")
+				}
+				return "traefik " + v, nil
 			}
 		}
 	case "caddy": // "v2.11.9 h1:..."
 		for _, l := range lines(out) {
 			if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "v") {
 				return "caddy " + f[0], nil
+			}
+			if l == "unknown" {
+				return "", errors.New("caddy reports version \"unknown\" (built outside module mode): build it with -ldflags '-X github.com/caddyserver/caddy/v2.CustomVersion=<version>'")
 			}
 		}
 	default:
@@ -57,4 +65,18 @@ func firstLine(s string) string {
 		return ls[0]
 	}
 	return ""
+}
+
+// gctraceLine matches what GODEBUG=gctrace=1 makes a Go program print.
+var gctraceLine = regexp.MustCompile(`^(gc \d+ @|GC forced|scav |scvg)`)
+
+func withoutGCTrace(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if !gctraceLine.MatchString(l) {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }

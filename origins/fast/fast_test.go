@@ -103,6 +103,7 @@ func TestServeRaw(t *testing.T) {
 		{name: "request line too long", in: "GET /" + strings.Repeat("a", readBufSize) + " HTTP/1.1\r\n\r\n", want: []int{414}, closes: true},
 		{name: "header line too long", in: "GET / HTTP/1.1\r\nX: " + strings.Repeat("a", readBufSize) + "\r\n\r\n", want: []int{431}, closes: true},
 		{name: "too many headers", in: "GET / HTTP/1.1\r\n" + strings.Repeat("X: 1\r\n", maxHeaders+1) + "\r\n", want: []int{431}, closes: true},
+		{name: "control byte in header value", in: "POST /echo HTTP/1.1\r\nContent-Type: \b\r\n\r\n" + get, want: []int{400}, closes: true},
 		{name: "control byte in target", in: "GET /\x01 HTTP/1.1\r\n\r\n" + get, want: []int{400}, closes: true},
 		{name: "unknown method", in: "BREW / HTTP/1.1\r\n\r\n" + get, want: []int{405, 200}, has: "Allow: GET, HEAD\r\n"},
 		{name: "absolute form is not routed", in: "GET http://x/ HTTP/1.1\r\n\r\n", want: []int{404}},

@@ -114,6 +114,11 @@ func (q *request) header(line []byte) int {
 		return http.StatusBadRequest // also refuses obs-fold and "Name :" forms
 	}
 	name, value := line[:colon], trimOWS(line[colon+1:])
+	for _, c := range value {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return http.StatusBadRequest // a control byte would reach the echoed Content-Type
+		}
+	}
 	switch {
 	case equalFold(name, "content-length"):
 		v, ok := parseLength(value)

@@ -147,7 +147,7 @@ function main() {
     process.stderr.write(`origin node: bad config: ${err.message}\n`);
     return 2;
   }
-  const server = http.createServer((req, res) => {
+  const serve = (req, res) => {
     res.setHeader('X-Origin', cfg.name);
     try {
       handle(req, res);
@@ -156,6 +156,20 @@ function main() {
       process.stderr.write(`origin node: ${err.stack}\n`);
       if (!res.headersSent) reply(res, 500, TEXT, 'internal error\n');
     }
+  };
+  const server = http.createServer(serve);
+  // Expect: 100-continue. Node would send "100 Continue" to every request
+  // that asks; send it only to an echo that will read its body. Any other
+  // such request is answered without its body, so the connection closes.
+  server.on('checkContinue', (req, res) => {
+    const path = req.url.split('?', 1)[0];
+    const n = Number(req.headers['content-length'] || '0');
+    if (req.method === 'POST' && path === '/echo' && req.headers['transfer-encoding'] === undefined && n <= MAX_ECHO_BYTES) {
+      res.writeContinue();
+    } else {
+      res.setHeader('Connection', 'close');
+    }
+    serve(req, res);
   });
   server.keepAliveTimeout = IDLE_TIMEOUT_MS;
   server.headersTimeout = 10000;
@@ -167,9 +181,15 @@ function main() {
       socket.destroy();
       return;
     }
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    const body = tooLarge ? 'request header fields too large\n' : 'bad request\n';
+    let status = '400 Bad Request';
+    let body = 'bad request\n';
+    if (err.code === 'HPE_HEADER_OVERFLOW') {
+      status = '431 Request Header Fields Too Large';
+      body = 'request header fields too large\n';
+    } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      status = '408 Request Timeout';
+      body = 'request timeout\n';
+    }
     socket.end(`HTTP/1.1 ${status}\r\nX-Origin: ${cfg.name}\r\nContent-Type: ${TEXT}\r\n` +
       `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
   });

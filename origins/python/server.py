@@ -43,6 +43,7 @@ PATTERN = memoryview((ALPHABET * (MAX_BYTES // len(ALPHABET) + 1))[:MAX_BYTES])
 # Canonical decimals only: int() would also take "+5", " 5", "1_0" and
 # non-ASCII digits, which the other origins refuse.
 CANONICAL = re.compile(r"(0|[1-9][0-9]{0,9})\Z", re.ASCII)
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 PARAM_ROUTE = re.compile(r"/(bytes|delay|status)/([^/]+)\Z")
 
 
@@ -122,10 +123,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD" and has_body(code) and body:
             self.wfile.write(body)
 
+    def handle_expect_100(self):
+        # http.server would send "100 Continue" to every request that asks,
+        # before we know the answer; echo() sends it only when it will read.
+        return True
+
+    def expects_continue(self):
+        return self.headers.get("Expect", "").strip().lower() == "100-continue"
+
     def skip_body(self):
         """Drop a body nobody asked for; False when closing is cheaper."""
         if self.headers.get("Transfer-Encoding") is not None:
             return False
+        if self.expects_continue() and self.headers.get("Content-Length", "0").strip() != "0":
+            return False  # the client sends nothing until told to
         n = self.content_length()
         if n is None or n > MAX_DISCARD:
             return False
@@ -135,7 +146,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def content_length(self):
         v = self.headers.get("Content-Length", "0").strip()
-        return int(v) if v.isascii() and v.isdigit() else None
+        return int(v) if v.isascii() and v.isdigit() and len(v) <= 18 else None
 
     def dispatch(self):
         # The target as sent: self.path has had "//" folded by http.server.
@@ -181,14 +192,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(400, TEXT, b"bad request: bad Content-Length\n", close=True)
         if n > MAX_ECHO_BYTES:
             return self.reply(413, TEXT, TOO_LARGE, close=True)
+        ctype = self.headers.get("Content-Type") or OCTETS
+        if CONTROL.search(ctype):
+            # Echoed raw it would break our own answer; Go and Node refuse it
+            # while parsing, so refuse it here too.
+            return self.reply(400, TEXT, b"bad request: control byte in Content-Type\n", close=True)
         # Read it all before answering, like every origin (no deadlock with
-        # clients that write all before they read). http.server has sent
-        # "100 Continue" already when the client asked for it.
+        # clients that write all before they read).
+        if n and self.expects_continue():
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body = self.rfile.read(n) if n else b""
         if len(body) != n:
             self.close_connection = True
             return None  # the client left mid-body
-        return self.reply(200, self.headers.get("Content-Type") or OCTETS, body)
+        return self.reply(200, ctype, body)
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -197,7 +214,10 @@ class Server(http.server.ThreadingHTTPServer):
     allow_reuse_address = True
 
     def handle_error(self, request, client_address):
-        pass  # a client that vanished mid-answer is not news
+        # A client that vanished mid-answer is not news; anything else is a
+        # bug worth its traceback (the server keeps serving either way).
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
 
 def config(env):

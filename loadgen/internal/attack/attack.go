@@ -78,6 +78,9 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	}
 	a.log.Debug("attack", "url", s.URL, "mode", s.Mode, "concurrency", s.Concurrency, "rate", s.Rate)
 
+	// Scheduling ends when ctx does: note when, for the scheduled count.
+	stopCancel := context.AfterFunc(ctx, func() { r.cancelled.Store(int64(max(a.now().Sub(r.t0), 1))) })
+	defer stopCancel()
 	done := make(chan struct{})
 	var monWG sync.WaitGroup
 	monWG.Add(1)
@@ -134,7 +137,7 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	r.stop = r.t0.Add(total)
 	n := min(r.maxWorkers, maxRecorders)
 	for range n {
-		r.recs = append(r.recs, newRecorder(r.start))
+		r.recs = append(r.recs, newRecorder())
 	}
 	if r.pacer != nil {
 		r.rm.targetRate.Set(r.pacer.Rate(0))
@@ -221,7 +224,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		r.send(d, rec, now, now, false)
+		r.send(d, rec, now, now, !now.Before(r.start), false)
 	}
 }
 
@@ -261,16 +264,16 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		}
 		r.rm.sent.Inc()
 		r.rm.lag.Observe(now.Sub(due).Seconds())
-		r.send(d, rec, now, from, !due.Before(r.start))
+		r.send(d, rec, now, from, !due.Before(r.start), true)
 	}
 }
 
-func (r *run) send(d doer, rec *recorder, sent, from time.Time, sentInWindow bool) {
+func (r *run) send(d doer, rec *recorder, sent, from time.Time, measured, open bool) {
 	rec.inFlight.Add(1)
 	res, err := d.do(sent.Add(r.s.Timeout))
 	done := r.a.now()
 	rec.inFlight.Add(-1)
-	rec.record(r.rm, done, done.Sub(from), res, err, sentInWindow)
+	rec.record(r.rm, done, done.Sub(from), res, err, measured, open)
 }
 
 func isHTTPS(u string) bool { return len(u) >= 8 && (u[:8] == "https://" || u[:8] == "HTTPS://") }

@@ -67,6 +67,7 @@ func TestOpenLoopRateAccuracy(t *testing.T) {
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
 	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 2000, Duration: 3 * time.Second})
+	t.Logf("window %v, errors %v, p99 %.4fs max %.4fs", res.End.Sub(res.Start), res.ErrorReasons, res.Latency().P99, res.Latency().Max)
 	if res.Scheduled != 6000 {
 		t.Errorf("scheduled %d, want 6000", res.Scheduled)
 	}
@@ -97,21 +98,16 @@ func TestStagesRate(t *testing.T) {
 func TestStagesConcurrency(t *testing.T) {
 	t.Parallel()
 	var cur, peak atomic.Int64
-	var mu sync.Mutex
-	seen := map[int64]bool{}
 	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
 		n := cur.Add(1)
-		mu.Lock()
-		seen[n] = true
-		mu.Unlock()
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		cur.Add(-1)
 	})
 	a, _ := newAttacker(t)
 	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Stages, StageKind: StageConcurrency,
-		Stages: []Stage{{300 * time.Millisecond, 1}, {300 * time.Millisecond, 4}, {300 * time.Millisecond, 4}}})
+		Stages: []Stage{{300 * time.Millisecond, 1}, {300 * time.Millisecond, 4}, {600 * time.Millisecond, 4}}})
 	if peak.Load() != 4 {
 		t.Errorf("peak concurrency %d, want 4", peak.Load())
 	}
@@ -180,8 +176,9 @@ func TestCoordinatedOmission(t *testing.T) {
 
 // The handler's delay is exact (sleep most of it, spin the rest: an idle Go
 // timer may wake up to 1 ms late), so what is left is the instrument's error.
+// Not parallel: it measures sub-millisecond precision, so it runs before the
+// package's parallel tests start competing for the two cores.
 func TestLatencyOfDelayedHandler(t *testing.T) {
-	t.Parallel()
 	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
 		t0 := time.Now()
 		time.Sleep(18 * time.Millisecond)
@@ -232,7 +229,8 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 			if res.Requests == 0 || res.Requests+res.Errors != srv.handled.Load() || res.Errors != 0 {
 				t.Errorf("result %d requests %d errors, server handled %d", res.Requests, res.Errors, srv.handled.Load())
 			}
-			if s.Mode == Open && (res.Sent != res.Requests || res.Scheduled < res.Sent || res.Scheduled > 520) {
+			maxDue := int64(1000*time.Since(t0).Seconds()) + 1
+			if s.Mode == Open && (res.Sent != res.Requests || res.Scheduled < res.Sent || res.Scheduled > maxDue) {
 				t.Errorf("scheduled %d sent %d requests %d", res.Scheduled, res.Sent, res.Requests)
 			}
 		})
@@ -253,34 +251,46 @@ func TestWarmupExcluded(t *testing.T) {
 	if d := res.Start.Sub(res.WarmupStart); d != 300*time.Millisecond {
 		t.Errorf("warm-up %v", d)
 	}
-	if res.Requests < 495 || res.Requests > 505 {
-		t.Errorf("requests in window %d, want ~500", res.Requests)
+	if res.Requests != 500 {
+		t.Errorf("requests in window %d, want the 500 due in it", res.Requests)
 	}
 }
 
+// The server admits 400 requests per second (a token bucket, burst 100) and
+// sheds the rest with 503, as a proxy's rate limit would: the search must
+// stop at the first step above 400/s whatever the machine's load.
 func TestKnee(t *testing.T) {
 	t.Parallel()
-	// One request at a time, 2 ms each: capacity ~500/s.
 	var mu sync.Mutex
+	tokens, refilled := 100.0, time.Now()
 	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		time.Sleep(2 * time.Millisecond)
+		now := time.Now()
+		tokens = min(100, tokens+400*now.Sub(refilled).Seconds())
+		refilled = now
+		shed := tokens < 1
+		if !shed {
+			tokens--
+		}
 		mu.Unlock()
+		if shed {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 	})
 	a, _ := newAttacker(t)
 	last, steps, err := a.Knee(context.Background(), Spec{URL: srv.URL},
-		KneeOptions{StartRate: 100, Step: 200, MaxRate: 1500, StepDuration: time.Second, P99: 50 * time.Millisecond}, nil)
+		KneeOptions{StartRate: 100, Step: 150, MaxRate: 1500, StepDuration: time.Second, P99: 2 * time.Second, MaxErrorRatio: 0.01}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range steps {
-		t.Logf("rate %v held %v %s p99 %.4f", s.Rate, s.Held, s.Why, s.Result.Latency().P99)
+		t.Logf("rate %v held %v %s codes %v", s.Rate, s.Held, s.Why, s.Result.Codes)
 	}
-	if last < 100 || last > 500 {
-		t.Errorf("knee at %v, want 100..500 for a ~450/s server", last)
+	if last != 400 {
+		t.Errorf("knee at %v, want 400 (100, 250, 400 hold; 550 sheds)", last)
 	}
-	if steps[len(steps)-1].Held {
-		t.Errorf("search ended on a step that held")
+	if n := len(steps); n != 4 || steps[n-1].Held || steps[n-1].Rate != 550 {
+		t.Errorf("want the search to end on 550/s, not held; got %d steps", n)
 	}
 }
 

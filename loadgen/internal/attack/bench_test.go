@@ -34,7 +34,7 @@ func BenchmarkRequest(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				now := time.Now()
-				r.send(d, rec, now, now, false)
+				r.send(d, rec, now, now, true, false)
 			}
 			b.StopTimer()
 			if rec.errors != 0 {
@@ -49,12 +49,12 @@ func BenchmarkRequest(b *testing.B) {
 func BenchmarkRecord(b *testing.B) {
 	a, _ := newAttacker(b)
 	rm := a.m.forRun(Labels{"p", "o", "s"})
-	rec := newRecorder(time.Now())
+	rec := newRecorder()
 	res := response{code: 200, bytes: 100, originOK: true}
 	done := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		rec.record(rm, done, 1234*time.Microsecond, res, nil, true)
+		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, false)
 	}
 }
 

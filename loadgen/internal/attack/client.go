@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -310,33 +309,67 @@ func readHeaders(br *bufio.Reader, origin []byte) (h headers, err error) {
 		if len(line) == 0 {
 			return h, nil
 		}
-		i := bytes.IndexByte(line, ':')
-		if i <= 0 {
-			return h, errProto("bad header line %q", trim(line))
-		}
-		name, val := line[:i], bytes.TrimSpace(line[i+1:])
-		switch {
-		case bytes.EqualFold(name, hContentLength):
-			n, perr := strconv.ParseInt(string(val), 10, 64)
-			if perr != nil || n < 0 || (h.length >= 0 && h.length != n) {
-				return h, errProto("bad Content-Length %q", trim(val))
-			}
-			h.length = n
-		case bytes.EqualFold(name, hTransferEncoding):
-			if !bytes.EqualFold(val, []byte("chunked")) && !bytes.EqualFold(val, []byte("identity")) {
-				return h, errProto("unsupported Transfer-Encoding %q", trim(val))
-			}
-			h.chunked = h.chunked || bytes.EqualFold(val, []byte("chunked"))
-		case bytes.EqualFold(name, hConnection):
-			for _, tok := range bytes.Split(val, []byte(",")) {
-				tok = bytes.TrimSpace(tok)
-				h.close = h.close || bytes.EqualFold(tok, []byte("close"))
-				h.keepAlive = h.keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
-			}
-		case origin != nil && bytes.EqualFold(name, hXOrigin):
-			h.originOK = bytes.Equal(val, origin)
+		if err := h.parseLine(line, origin); err != nil {
+			return h, err
 		}
 	}
+}
+
+// parseLine reads one header line (without its CRLF) into h.
+func (h *headers) parseLine(line, origin []byte) error {
+	i := bytes.IndexByte(line, ':')
+	if i <= 0 {
+		return errProto("bad header line %q", trim(line))
+	}
+	name, val := line[:i], bytes.TrimSpace(line[i+1:])
+	switch {
+	case bytes.EqualFold(name, hContentLength):
+		n, ok := parseUint(val, 10)
+		if !ok || (h.length >= 0 && h.length != n) {
+			return errProto("bad Content-Length %q", trim(val))
+		}
+		h.length = n
+	case bytes.EqualFold(name, hTransferEncoding):
+		switch {
+		case bytes.EqualFold(val, []byte("chunked")):
+			h.chunked = true
+		case bytes.EqualFold(val, []byte("identity")):
+		default:
+			return errProto("unsupported Transfer-Encoding %q", trim(val))
+		}
+	case bytes.EqualFold(name, hConnection):
+		for _, tok := range bytes.Split(val, []byte(",")) {
+			tok = bytes.TrimSpace(tok)
+			h.close = h.close || bytes.EqualFold(tok, []byte("close"))
+			h.keepAlive = h.keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+		}
+	case origin != nil && bytes.EqualFold(name, hXOrigin):
+		h.originOK = bytes.Equal(val, origin)
+	}
+	return nil
+}
+
+// parseUint parses a non-empty number in base 10 or 16 without allocating.
+func parseUint(b []byte, base int64) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		var d int64
+		switch {
+		case c >= '0' && c <= '9':
+			d = int64(c - '0')
+		case base == 16 && c >= 'a' && c <= 'f':
+			d = int64(c-'a') + 10
+		case base == 16 && c >= 'A' && c <= 'F':
+			d = int64(c-'A') + 10
+		default:
+			return 0, false
+		}
+		n = n*base + d
+	}
+	return n, true
 }
 
 func discardChunked(br *bufio.Reader) (total int64, err error) {
@@ -350,8 +383,8 @@ func discardChunked(br *bufio.Reader) (total int64, err error) {
 			line = line[:i]
 		}
 		line = bytes.TrimSpace(line)
-		size, perr := strconv.ParseUint(string(line), 16, 63)
-		if perr != nil || len(line) == 0 {
+		size, ok := parseUint(line, 16)
+		if !ok {
 			return total, errProto("bad chunk size %q", trim(line))
 		}
 		if size == 0 {

@@ -8,7 +8,8 @@ import (
 )
 
 // Knee finds the breaking point: open-loop steps from StartRate up by Step
-// until a step's p99 exceeds P99, its error ratio exceeds MaxErrorRatio, or
+// until a step's p99 exceeds P99, its error ratio (transport errors and 5xx
+// responses: a proxy shedding load answers 502/503) exceeds MaxErrorRatio, or
 // the target could not take the offered rate (fewer sent than scheduled
 // because every allowed connection was busy). last is the last rate that
 // held, 0 if none did.
@@ -40,12 +41,18 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 		s.Warmup = 0 // only the first step needs warming
 		st := KneeStep{Rate: rate, Result: res, Held: true}
 		total := res.Requests + res.Errors
+		failed := res.Errors
+		for code, n := range res.Codes {
+			if code >= 500 {
+				failed += n
+			}
+		}
 		p99 := time.Duration(res.Latency().P99 * float64(time.Second))
 		switch {
 		case total == 0:
 			st.Why = "no request completed"
-		case float64(res.Errors)/float64(total) > o.MaxErrorRatio:
-			st.Why = fmt.Sprintf("error ratio %.4f > %.4f", float64(res.Errors)/float64(total), o.MaxErrorRatio)
+		case float64(failed)/float64(total) > o.MaxErrorRatio:
+			st.Why = fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio)
 		case p99 > o.P99:
 			st.Why = fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
 		case float64(res.Sent) < 0.99*float64(res.Scheduled):

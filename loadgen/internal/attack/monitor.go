@@ -31,16 +31,11 @@ func (r *run) monitor(ctx context.Context, done <-chan struct{}, progress func(P
 		}()
 		defer close(ch)
 	}
-	var ctxDone <-chan struct{} = ctx.Done()
 	for {
 		select {
 		case <-done:
 			r.flushScheduled(&scheduled, r.schedEnd())
 			return
-		case <-ctxDone:
-			r.cancelled.Store(int64(max(r.a.now().Sub(r.t0), 1)))
-			ctxDone = nil
-			continue
 		case <-t.C:
 		}
 		now := r.a.now()

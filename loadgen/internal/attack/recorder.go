@@ -30,7 +30,6 @@ type recorder struct {
 	mu       sync.Mutex
 	hist     *hdrhistogram.Histogram // measured window
 	interval *hdrhistogram.Histogram // everything since the last progress snapshot
-	start    time.Time               // window start: completions before it are warm-up
 
 	requests, errors, bytes, wrongOrigin, sent int64
 	codes                                      map[int]int64
@@ -44,18 +43,19 @@ type recorder struct {
 	_        [64]byte // keep neighbouring recorders off this cache line
 }
 
-func newRecorder(start time.Time) *recorder {
+func newRecorder() *recorder {
 	return &recorder{
 		hist:         newHist(),
 		interval:     newHist(),
-		start:        start,
 		codes:        map[int]int64{},
 		codeCounters: map[int]prometheus.Counter{},
 	}
 }
 
 // record accounts one finished request; latency is from the (intended) send.
-func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, sentInWindow bool) {
+// measured says whether the request was due (open loop) or sent (closed
+// loop) at or after the window start; warm-up requests only reach Prometheus.
+func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, measured, open bool) {
 	us := latency.Microseconds()
 	if us < histMin {
 		us = histMin
@@ -68,7 +68,7 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		reason = classify(err)
 	}
 	r.mu.Lock()
-	if sentInWindow {
+	if measured && open {
 		r.sent++
 	}
 	r.interval.RecordValue(us) //nolint:errcheck // clamped into range above
@@ -83,7 +83,7 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 			r.codeCounters[res.code] = ctr
 		}
 	}
-	if !done.Before(r.start) {
+	if measured {
 		if err != nil {
 			r.errors++
 			r.reasons[reason]++

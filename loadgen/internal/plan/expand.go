@@ -107,6 +107,9 @@ func (x *Expanded) Estimate() time.Duration {
 		}
 		prev = c.Proxy
 		d += time.Duration(c.Warmup + c.Duration)
+		if c.Warmup > 0 { // the quiet gap between warm-up and window
+			d += time.Duration(x.Settle)
+		}
 	}
 	return d + time.Duration(x.Linger)
 }

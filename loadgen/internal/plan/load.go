@@ -85,7 +85,7 @@ func Load(args []string, now time.Time, stderr io.Writer) (*Plan, error) {
 		fmt.Fprintf(stderr, "usage: loadgen run [-plan FILE] [flags]\n\nRuns the benchmark matrix and writes <results>/<run>/. Flags override the plan file.\n\n")
 		fs.PrintDefaults()
 	}
-	file := fs.String("plan", "", "YAML plan file (keys are the flag names with _ for -); flags override it")
+	file := fs.String("plan", "", "YAML plan `file` (keys are the flag names with _ for -); flags override it")
 	def := Default()
 	raw := map[string]*rawValue{}
 	for _, f := range fields {

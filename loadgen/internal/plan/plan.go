@@ -6,6 +6,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -159,8 +160,16 @@ func (p *Plan) Validate() error {
 	if p.Concurrency < 0 || p.Concurrency > 100000 {
 		bad("concurrency %d: use 1..100000", p.Concurrency)
 	}
-	if p.Rate < 0 {
-		bad("rate %g: must be >= 0 (0 = closed loop)", p.Rate)
+	if p.Rate < 0 || math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
+		bad("rate %g: must be a finite number >= 0 (0 = closed loop)", p.Rate)
+	}
+	for i, s := range p.Stages {
+		if math.IsNaN(s.Target) || math.IsInf(s.Target, 0) {
+			bad("stages[%d] target %g: must be a finite number", i, s.Target)
+		}
+	}
+	if math.IsNaN(p.SLO.ErrorRatio) {
+		bad("slo.error_ratio NaN: a ratio in 0..1")
 	}
 	if p.Repeats < 1 || p.Repeats > 100 {
 		bad("repeats %d: use 1..100", p.Repeats)

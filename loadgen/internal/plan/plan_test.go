@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,12 @@ func TestLoad(t *testing.T) {
 					t.Errorf("merged plan %+v", p)
 				}
 			}},
+		{name: "RUNNER.md example", args: []string{"-plan", "testdata/example.yaml"}, check: func(t *testing.T, p *Plan) {
+			x, err := p.Expand()
+			if err != nil || len(x.Cells) != 2*2*3 || x.Cells[0].ID != "nginx.fast.simple.medium.r1" || !x.LongRun {
+				t.Errorf("example expands to %v cells (%v)", len(x.Cells), err)
+			}
+		}},
 		{name: "unknown yaml field", args: []string{"-plan", "testdata/unknown.yaml"},
 			wantErr: []string{"testdata/unknown.yaml", "line 3", "concurency", "known keys:", "concurrency"}},
 		{name: "bad yaml duration", args: []string{"-plan", "testdata/badduration.yaml"},
@@ -71,6 +78,8 @@ func TestLoad(t *testing.T) {
 		{name: "open without rate", args: []string{"-mode", "open"}, wantErr: []string{"rate 0 with mode open"}},
 		{name: "bad flag value", args: []string{"-concurrency", "many"}, wantErr: []string{"-concurrency", "many", "whole number"}},
 		{name: "bad run id", args: []string{"-run", "../etc"}, wantErr: []string{`run "../etc"`}},
+		{name: "NaN rate", args: []string{"-rate", "NaN"}, wantErr: []string{"rate NaN: must be a finite number"}},
+		{name: "Inf stage", args: []string{"-stages", "1s:+Inf"}, wantErr: []string{"stages[0] target +Inf"}},
 		{name: "zero repeats", args: []string{"-repeats", "0"}, wantErr: []string{"repeats 0"}},
 		{name: "stray arg", args: []string{"quick"}, wantErr: []string{`unexpected argument "quick"`}},
 	}
@@ -223,8 +232,8 @@ func TestEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	x, _ := p.Expand()
-	// 35 + (3 settle + 7 more cooldown) + 35 + 5 linger
-	if got, want := x.Estimate(), 85*time.Second; got != want {
+	// (5 warm-up + 3 gap + 30) + (3 settle + 7 more cooldown) + 38 + 5 linger
+	if got, want := x.Estimate(), 91*time.Second; got != want {
 		t.Errorf("estimate %s, want %s", got, want)
 	}
 }
@@ -245,6 +254,9 @@ func FuzzParse(f *testing.F) {
 		}
 		p.Finish(now)
 		if p.Validate() == nil {
+			if math.IsNaN(p.Rate) || p.Rate < 0 {
+				t.Fatalf("valid plan with rate %g", p.Rate)
+			}
 			if _, err := p.Expand(); err != nil {
 				t.Fatalf("valid plan does not expand: %v", err)
 			}
@@ -265,6 +277,26 @@ func FuzzParseTiers(f *testing.F) {
 			if tr.Duration < time.Second || tr.Duration > MaxCell {
 				t.Fatalf("%q gave tier %+v", s, tr)
 			}
+		}
+	})
+}
+
+func FuzzParseStages(f *testing.F) {
+	for _, s := range []string{"10s:100,30s:500", "1s:0", "x", "5s:", ":5", "1s:1e309"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := ParseStages(s)
+		if err != nil {
+			return
+		}
+		for _, x := range st {
+			if x.Duration < 0 {
+				t.Fatalf("%q gave a negative stage %+v", s, x)
+			}
+		}
+		if again, err := ParseStages(formatStages(st)); err != nil || len(again) != len(st) {
+			t.Fatalf("%q does not round-trip: %v", s, err)
 		}
 	})
 }

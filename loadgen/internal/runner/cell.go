@@ -26,14 +26,27 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	}
 	lb := r.labels(c)
 	began := r.Clock.Now()
-	r.Cells.Begin(lb, began.Add(spec.Warmup), c.Concurrency, c.Rate)
-	r.display().CellStart(n, len(r.Plan.Cells), c)
+	gap := time.Duration(0)
+	if spec.Warmup > 0 {
+		gap = time.Duration(r.Plan.Settle)
+	}
+	r.Cells.Begin(lb, began.Add(spec.Warmup+gap), c.Concurrency, c.Rate)
+	shown := c
+	shown.Warmup += plan.Duration(gap) // the display counts the quiet gap as warm-up
+	r.display().CellStart(n, len(r.Plan.Cells), shown)
 
-	res, err := r.Attacker.Run(ctx, spec, r.display().Progress)
-	if res == nil && err == nil {
-		err = errNoResult
+	warmStart, err := r.warmup(ctx, &spec, gap)
+	var res *attack.Result
+	if err == nil {
+		res, err = r.Attacker.Run(ctx, spec, r.display().Progress)
+		if res == nil && err == nil {
+			err = errNoResult
+		}
 	}
 	fill(&mc, res, r.Clock.Now())
+	if !warmStart.IsZero() {
+		mc.WarmupStart = &warmStart
+	}
 
 	switch {
 	case ctx.Err() != nil:
@@ -57,6 +70,37 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	}
 	r.Cells.End(lb, mc.Start, mc.End, mc.Status != manifest.CellOK)
 	return mc, died
+}
+
+// warmup sends the cell's warm-up as an attack of its own and then keeps
+// quiet for gap before the measured attack. The engine's built-in warm-up
+// would run straight into the window, and since Prometheus counters count
+// warm-up too, a reporter counting over (start - 1 s, end + 1.5 s] would
+// pick up to a second of it: the quiet gap keeps the counts exact. The
+// proxy's upstream pools stay warm across the gap (idle timeouts are far
+// longer than the settle).
+func (r *Runner) warmup(ctx context.Context, spec *attack.Spec, gap time.Duration) (time.Time, error) {
+	if spec.Warmup <= 0 {
+		return time.Time{}, nil
+	}
+	warm := *spec
+	warm.Duration, warm.Warmup = spec.Warmup, 0
+	if warm.Mode == attack.Stages && len(spec.Stages) > 0 { // ramp up to the first stage's target
+		warm.Stages = []attack.Stage{{Duration: spec.Warmup, Target: spec.Stages[0].Target}}
+	}
+	spec.Warmup = 0
+	res, err := r.Attacker.Run(ctx, warm, r.display().Progress)
+	var start time.Time
+	if res != nil {
+		start = res.Start
+	}
+	if err != nil {
+		return start, fmt.Errorf("warm-up: %w", err)
+	}
+	if err := r.Clock.Sleep(ctx, gap); err != nil {
+		return start, err
+	}
+	return start, nil
 }
 
 // spec turns a planned cell into the engine's Spec.

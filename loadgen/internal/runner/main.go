@@ -115,9 +115,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
 		return ExitError
 	}
-	if err := UpdateHistory(p.Results, out.Manifest, time.Now()); err != nil {
-		log.Error("history index not updated", "err", err)
-	}
 	return report(out, stdout, log)
 }
 

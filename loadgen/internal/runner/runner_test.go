@@ -255,12 +255,18 @@ func TestQuietRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := time.Second
-	if got, want := clock.got(), []time.Duration{3 * s, 10 * s, 3 * s, 5 * s}; !slices.Equal(got, want) {
-		t.Errorf("sleeps %v, want %v (settle, cooldown, settle, linger)", got, want)
+	// Each cell: warm-up, quiet gap (settle), window. Between cells a settle,
+	// before the second proxy the cooldown, at the end the linger.
+	want := []time.Duration{3 * s, 3 * s, 3 * s, 10 * s, 3 * s, 3 * s, 3 * s, 5 * s}
+	if got := clock.got(); !slices.Equal(got, want) {
+		t.Errorf("sleeps %v, want %v", got, want)
 	}
 	for _, c := range out.Manifest.Cells {
-		if c.WarmupStart == nil || c.Start.Sub(*c.WarmupStart) < 300*time.Millisecond || c.WarmupS != 0.3 || c.Status != manifest.CellOK {
-			t.Errorf("%s: warm-up start %v, start %v, status %s", c.ID, c.WarmupStart, c.Start, c.Status)
+		// The sleeper does not sleep, so the window starts right after the
+		// 300 ms warm-up attack.
+		if c.WarmupStart == nil || c.Start.Sub(*c.WarmupStart) < 300*time.Millisecond || c.WarmupS != 0.3 || c.Status != manifest.CellOK ||
+			c.End.Sub(c.Start) < 900*time.Millisecond {
+			t.Errorf("%s: warm-up start %v, window %v .. %v, status %s", c.ID, c.WarmupStart, c.Start, c.End, c.Status)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,7 +130,11 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 		report.CheckSLO(c, r.SLO)
 	}
 	if len(lacking) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows lack server-side series in Prometheus: %v", len(lacking), len(cells), lacking))
+		list := strings.Join(lacking, ", ")
+		if len(lacking) > 12 {
+			list = strings.Join(lacking[:12], ", ") + fmt.Sprintf(" and %d more", len(lacking)-12)
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows lack server-side series in Prometheus: %s.", len(lacking), len(cells), list))
 	}
 	r.Cells = cells
 	if len(cells) > 0 {

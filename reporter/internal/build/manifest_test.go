@@ -60,8 +60,11 @@ func TestBuildFromManifestWhenPrometheusUnreachable(t *testing.T) {
 	if c1.Requests != 5000 || c1.Latency.Exact == nil || c1.Latency.Exact.P99 != 0.0025 || float64(c1.ErrorRatio) != 10.0/5000 {
 		t.Errorf("cell 1 from manifest: %+v", c1)
 	}
-	if c1.Validity.Verdict != report.Invalid || c1.Validity.Flags[0].Code != report.FlagNoServerSide {
-		t.Errorf("cell 1 validity %+v, want invalid for lack of server-side series", c1.Validity)
+	if c1.Validity.Verdict != report.Suspect || len(c1.Validity.Flags) != 1 || c1.Validity.Flags[0].Code != report.FlagNoServerSide {
+		t.Errorf("cell 1 validity %+v, want suspect for lack of server-side series", c1.Validity)
+	}
+	if r.Cells[1].Validity.Verdict != report.Invalid {
+		t.Errorf("cell 2 (failed, no counts) validity %+v, want invalid", r.Cells[1].Validity)
 	}
 	// SLO from the plan: exact p99 2.5 ms > 2 ms fails.
 	if r.SLO.P99 != 2*time.Millisecond || c1.SLOPassed() || r.Summary.SLOFailed != 2 {

@@ -124,7 +124,90 @@ func summarySection(r *report.Report) Section {
 	}
 	t.Notes = []string{"**Bold** marks the winner (lowest p99 among trustworthy repeats) of each origin × scenario × tier. " +
 		"≈ columns are Prometheus histogram estimates; errors = transport errors + 5xx + 4xx other than 429, over all attempts; 429 responses are counted apart."}
-	return Section{Title: "1. Summary", Tables: []Table{t}, Figures: []string{"latency.svg", "rps.svg"}}
+	return Section{Title: "1. Summary", Tables: []Table{winnerTable(r), t}, Figures: []string{"latency.svg", "rps.svg"}}
+}
+
+// winnerTable answers the reader's first two questions per origin, scenario
+// and tier: which proxy won, and should I believe it.
+func winnerTable(r *report.Report) Table {
+	t := Table{Caption: "Who won each origin (lowest p99; medians across repeats)",
+		Header: []string{"origin", "scenario / tier", "winner", "p99 ms", "req/s", "runner-up", "p99 ms", "margin", "trust"},
+		Right:  []bool{false, false, false, true, true, false, true, true, false}}
+	gi := groupIndex(r)
+	proxies, origins, sts := axes(r)
+	for _, st := range sts {
+		for _, o := range origins {
+			var ok []*report.Group
+			invalid := 0
+			for _, p := range proxies {
+				g := gi[p+"."+o+"."+st[0]+"."+st[1]]
+				if g == nil {
+					continue
+				}
+				if g.Valid == 0 || !g.Metrics["p99_seconds"].Median.Known() {
+					invalid++
+					continue
+				}
+				ok = append(ok, g)
+			}
+			if len(ok)+invalid == 0 {
+				continue
+			}
+			row := []Cell{txt(o), txt(st[0] + " / " + st[1])}
+			if len(ok) == 0 {
+				row = append(row, Cell{Text: "none", Class: "invalid"}, txt("–"), txt("–"), txt("–"), txt("–"), txt("–"),
+					Cell{Text: fmt.Sprintf("✗ all %d proxies' cells invalid", invalid), Class: "invalid"})
+				t.Rows = append(t.Rows, row)
+				continue
+			}
+			sort.SliceStable(ok, func(i, j int) bool {
+				return ok[i].Metrics["p99_seconds"].Median < ok[j].Metrics["p99_seconds"].Median
+			})
+			w := ok[0]
+			wp := w.Metrics["p99_seconds"]
+			row = append(row, Cell{Text: w.Proxy, Best: true}, txt(fmtMs(wp.Median)), txt(fmtNum(w.Metrics["rps"].Median, 0)))
+			trust, class := "✓ clear", "valid"
+			if len(ok) > 1 {
+				ru := ok[1]
+				rp := ru.Metrics["p99_seconds"]
+				margin := float64(rp.Median)/float64(wp.Median) - 1
+				row = append(row, txt(ru.Proxy), txt(fmtMs(rp.Median)), txt(fmt.Sprintf("%.0f %%", margin*100)))
+				switch {
+				case margin < 0.05:
+					trust, class = "⚠ too close to call (< 5 % apart)", "suspect"
+				case w.Repeats > 1 && ru.Repeats > 1 && float64(wp.CIHigh) >= float64(rp.CILow):
+					trust, class = "⚠ 95 % CIs overlap across repeats", "suspect"
+				}
+			} else {
+				row = append(row, txt("–"), txt("–"), txt("–"))
+				trust = "✓ only trustworthy proxy"
+			}
+			if w.Valid < w.Repeats {
+				trust += fmt.Sprintf("; %d of %d repeats invalid", w.Repeats-w.Valid, w.Repeats)
+				class = "suspect"
+			}
+			if invalid > 0 {
+				trust += fmt.Sprintf("; %d other proxy(ies) invalid here", invalid)
+			}
+			if suspectCells(r, w) {
+				trust += "; winner has ⚠ flags (section 5)"
+				class = "suspect"
+			}
+			row = append(row, Cell{Text: trust, Class: class})
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	t.Notes = []string{"Margin = how much higher the runner-up's p99 is. A single repeat cannot show noise: run REPEATS=3 or more before calling a close race."}
+	return t
+}
+
+func suspectCells(r *report.Report, g *report.Group) bool {
+	for _, c := range r.Cells {
+		if c.Key() == g.Key && c.Validity.Verdict == report.Suspect {
+			return true
+		}
+	}
+	return false
 }
 
 // winners marks, per origin × scenario × tier, every repeat of the proxy

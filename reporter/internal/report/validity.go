@@ -73,7 +73,11 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		add(FlagFailed, Invalid, "the loadgen marked this cell failed or aborted")
 	}
 	if !c.ServerSide {
-		add(FlagNoServerSide, Invalid, "Prometheus holds no traffic series for this window (numbers, if any, come from the local manifest)")
+		if c.Requests+c.TransportErrors > 0 {
+			add(FlagNoServerSide, Suspect, "Prometheus holds no series for this window: counts and exact percentiles come from the loadgen's manifest alone, resources and GC are unknown")
+		} else {
+			add(FlagNoServerSide, Invalid, "Prometheus holds no series for this window and the manifest has no counts for it")
+		}
 	}
 	lg := c.LoadgenCPU
 	if lg.MeanCores.Known() && lg.LimitCores.Known() && lg.LimitCores > 0 && float64(lg.MeanCores) >= th.LoadgenCPUFraction*float64(lg.LimitCores) {
@@ -124,7 +128,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) {
 		missing = append(missing, "proxybench_gc_cycles_total")
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && c.ServerSide {
 		add(FlagMissing, Suspect, "no series for %s in this window", strings.Join(missing, ", "))
 	}
 	c.Validity = Validity{Verdict: Valid, Flags: fl}

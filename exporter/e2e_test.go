@@ -1,0 +1,246 @@
+//go:build e2e
+
+// End-to-end checks of the exporter against the running lab (make up):
+// exporter on :9400, traefik on :8883, caddy on :8884, host networking.
+// They generate their own load to 127.0.0.1. Run:
+//
+//	go test -tags e2e -count=1 -v -timeout 10m ./exporter/
+//
+// PROXYBENCH_E2E_EXPORTER (default http://127.0.0.1:9400/metrics) and
+// PROXYBENCH_E2E_TARGETS (default
+// "proxybench-traefik=http://127.0.0.1:8883/go/,proxybench-caddy=http://127.0.0.1:8884/go/",
+// container name = URL to load) point them elsewhere.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"proxybench/internal/dockerx"
+)
+
+type target struct{ container, url string }
+
+func e2eConfig(t *testing.T) (string, []target, *dockerx.Client) {
+	t.Helper()
+	exp := os.Getenv("PROXYBENCH_E2E_EXPORTER")
+	if exp == "" {
+		exp = "http://127.0.0.1:9400/metrics"
+	}
+	spec := os.Getenv("PROXYBENCH_E2E_TARGETS")
+	if spec == "" {
+		spec = "proxybench-traefik=http://127.0.0.1:8883/go/,proxybench-caddy=http://127.0.0.1:8884/go/"
+	}
+	var ts []target
+	for _, kv := range strings.Split(spec, ",") {
+		name, url, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") && !strings.HasPrefix(url, "http://[::1]:") {
+			t.Fatalf("PROXYBENCH_E2E_TARGETS entry %q: want container=http://127.0.0.1:PORT/path (load stays on loopback)", kv)
+		}
+		ts = append(ts, target{name, url})
+	}
+	cli, err := dockerx.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	if _, err := scrape(exp); err != nil {
+		t.Fatalf("exporter not reachable (is the stack up? make up): %v", err)
+	}
+	return exp, ts, cli
+}
+
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// sample sums a family's series whose label name equals value and returns
+// the newest timestamp among them (0 when the series carry none).
+func sample(mfs map[string]*dto.MetricFamily, family, label, value string) (v float64, tsMs int64, n int) {
+	mf := mfs[family]
+	if mf == nil {
+		return 0, 0, 0
+	}
+	for _, m := range mf.Metric {
+		for _, lp := range m.Label {
+			if lp.GetName() == label && lp.GetValue() == value {
+				v += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+				tsMs = max(tsMs, m.GetTimestampMs())
+				n++
+			}
+		}
+	}
+	return v, tsMs, n
+}
+
+// load sends GETs from conc workers until ctx ends.
+func load(ctx context.Context, url string, conc int) *atomic.Int64 {
+	var n atomic.Int64
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
+	for i := 0; i < conc; i++ {
+		go func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				n.Add(1)
+			}
+		}()
+	}
+	return &n
+}
+
+var gcLineRE = regexp.MustCompile(`gc (\d+) @`)
+
+// dockerGCLines counts the gc lines the container's current process logged
+// (what `docker logs --since <previous exit>` shows).
+func dockerGCLines(t *testing.T, cli *dockerx.Client, ctr dockerx.Container) (lines int, maxN int) {
+	t.Helper()
+	rc, err := cli.Logs(context.Background(), ctr.ID, ctr.FinishedAt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var mu sync.Mutex
+	dockerx.Demux(rc, func(_ dockerx.Stream, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		sc := bufio.NewScanner(strings.NewReader(string(p)))
+		for sc.Scan() {
+			if m := gcLineRE.FindStringSubmatch(sc.Text()); m != nil {
+				lines++
+				var n int
+				fmt.Sscan(m[1], &n)
+				maxN = max(maxN, n)
+			}
+		}
+	})
+	return lines, maxN
+}
+
+// TestE2EGCCyclesEqualDockerLogs loads each Go proxy for 20 s, then checks
+// the exporter's cycle count for it equals the gc lines in its docker logs.
+func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
+	exp, targets, cli := e2eConfig(t)
+	for _, tg := range targets {
+		t.Run(tg.container, func(t *testing.T) {
+			ctr, err := cli.Inspect(context.Background(), tg.container)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mfs, _ := scrape(exp)
+			before, _, _ := sample(mfs, "proxybench_gc_cycles_total", "container", tg.container)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			reqs := load(ctx, tg.url, 16)
+			<-ctx.Done()
+			cancel()
+			var got float64
+			var lines, maxN int
+			for i := 0; i < 30; i++ { // let the last lines reach the exporter
+				time.Sleep(500 * time.Millisecond)
+				mfs, err := scrape(exp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _, _ = sample(mfs, "proxybench_gc_cycles_total", "container", tg.container)
+				lines, maxN = dockerGCLines(t, cli, ctr)
+				if got == float64(lines) && i >= 4 {
+					break
+				}
+			}
+			t.Logf("%d requests; exporter cycles %v (was %v before load); docker logs: %d gc lines, last cycle %d", reqs.Load(), got, before, lines, maxN)
+			if got != float64(lines) || lines != maxN {
+				t.Errorf("exporter counts %v cycles, docker logs hold %d gc lines (numbers up to %d)", got, lines, maxN)
+			}
+			if got-before < 3 {
+				t.Errorf("only %v cycles under 20 s of load: not a test of counting (is GODEBUG=gctrace=1 set on %s?)", got-before, tg.container)
+			}
+		})
+	}
+}
+
+// TestE2EStatsMatchDockerStats compares the exporter's cAdvisor CPU rate
+// over a 30 s loaded window with the engine's own stats, and memory.
+func TestE2EStatsMatchDockerStats(t *testing.T) {
+	exp, targets, cli := e2eConfig(t)
+	for _, tg := range targets {
+		t.Run(tg.container, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			load(ctx, tg.url, 16)
+			time.Sleep(3 * time.Second) // warm
+			read := func() (cpu float64, ts time.Time, st dockerx.Stats, mem float64) {
+				mfs, err := scrape(exp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err = cli.Stats(context.Background(), tg.container)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, ms, n := sample(mfs, "container_cpu_usage_seconds_total", "name", tg.container)
+				if n == 0 || ms == 0 {
+					t.Fatalf("no timestamped container_cpu_usage_seconds_total{name=%q}", tg.container)
+				}
+				mem, _, _ = sample(mfs, "container_memory_working_set_bytes", "name", tg.container)
+				return v, time.UnixMilli(ms), st, mem
+			}
+			c0, t0, s0, _ := read()
+			time.Sleep(30 * time.Second)
+			c1, t1, s1, mem := read()
+			exporter := (c1 - c0) / t1.Sub(t0).Seconds()
+			docker := (s1.CPUTotal - s0.CPUTotal).Seconds() / s1.Read.Sub(s0.Read).Seconds()
+			t.Logf("CPU: exporter %.3f cores, docker stats %.3f cores; memory: exporter %.0f B, docker stats %d B", exporter, docker, mem, s1.MemUsage)
+			if docker < 0.05 {
+				t.Fatalf("container used only %.3f cores under load; is %s reaching %s?", docker, tg.url, tg.container)
+			}
+			if d := math.Abs(exporter-docker) / docker; d > 0.05 {
+				t.Errorf("CPU differs by %.1f%% (> 5%%)", 100*d)
+			}
+			if d := math.Abs(mem-float64(s1.MemUsage)) / float64(s1.MemUsage); d > 0.05 {
+				t.Errorf("memory differs by %.1f%% (> 5%%)", 100*d)
+			}
+		})
+	}
+}
+
+// TestE2EIdleCPU checks the exporter uses under 2% of a core over 60 s
+// with the stack idle (run it with nothing else loading the stack).
+func TestE2EIdleCPU(t *testing.T) {
+	exp, _, _ := e2eConfig(t)
+	mfs, _ := scrape(exp)
+	c0 := mfs["process_cpu_seconds_total"].Metric[0].GetCounter().GetValue()
+	time.Sleep(60 * time.Second)
+	mfs, _ = scrape(exp)
+	c1 := mfs["process_cpu_seconds_total"].Metric[0].GetCounter().GetValue()
+	frac := (c1 - c0) / 60
+	t.Logf("exporter idle CPU: %.2f%% of a core", 100*frac)
+	if frac > 0.02 {
+		t.Errorf("exporter idle CPU %.2f%% of a core, want < 2%%", 100*frac)
+	}
+}

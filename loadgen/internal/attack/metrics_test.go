@@ -1,0 +1,159 @@
+package attack
+
+import (
+	"bytes"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// nativeBucket returns the bounds of the native bucket holding quantile q,
+// the way Prometheus' histogram_quantile finds it (positive buckets only:
+// latencies are > 0).
+func nativeBucket(t *testing.T, h *dto.Histogram, q float64) (lower, upper float64) {
+	t.Helper()
+	base := math.Pow(2, math.Pow(2, -float64(h.GetSchema())))
+	rank := q * float64(h.GetSampleCount())
+	seen := float64(h.GetZeroCount())
+	idx, di := int32(0), 0
+	var cnt int64
+	for _, span := range h.GetPositiveSpan() {
+		idx += span.GetOffset()
+		for i := uint32(0); i < span.GetLength(); i++ {
+			cnt += h.GetPositiveDelta()[di]
+			di++
+			if seen += float64(cnt); seen >= rank {
+				upper = math.Pow(base, float64(idx))
+				return upper / base, upper
+			}
+			idx++
+		}
+	}
+	t.Fatalf("rank %v beyond the histogram", rank)
+	return 0, 0
+}
+
+// The exact HdrHistogram and the native histogram of the same run must agree
+// within the native histogram's resolution: factor 1.1 gives schema 3, buckets
+// 2^(1/8) = 9 % wide, so the exact quantile must fall in the native bucket
+// that holds the same rank (allowing HdrHistogram's own 0.1 %), i.e. within
+// about 4.5 % of that bucket's geometric centre.
+func TestNativeHistogramAgreesWithHdr(t *testing.T) {
+	t.Parallel()
+	// A spread of latencies: 0..3 ms of jitter on every request.
+	var n int64
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		n++
+		time.Sleep(time.Duration(n%7) * 400 * time.Microsecond)
+	})
+	a, reg := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 1500 * time.Millisecond,
+		Labels: Labels{"nginx", "fast", "simple"}})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *dto.Histogram
+	for _, mf := range mfs {
+		if mf.GetName() == "proxybench_request_duration_seconds" {
+			h = mf.GetMetric()[0].GetHistogram()
+		}
+	}
+	if h == nil || h.GetSchema() != 3 {
+		t.Fatalf("no native histogram of schema 3: %v", h)
+	}
+	if int64(h.GetSampleCount()) != res.Requests {
+		t.Fatalf("native count %d, exact %d", h.GetSampleCount(), res.Requests)
+	}
+	if len(h.GetBucket()) != len(latencyBuckets) {
+		t.Errorf("classic buckets %d, want %d", len(h.GetBucket()), len(latencyBuckets))
+	}
+	l := res.Latency()
+	for _, c := range []struct {
+		q     float64
+		exact float64
+	}{{0.5, l.P50}, {0.9, l.P90}, {0.99, l.P99}} {
+		lo, hi := nativeBucket(t, h, c.q)
+		centre := math.Sqrt(lo * hi)
+		t.Logf("q%.2f: exact %.6fs, native bucket (%.6f, %.6f], %.1f%% from its centre", c.q, c.exact, lo, hi, 100*(c.exact-centre)/centre)
+		if c.exact < lo/1.001 || c.exact > hi*1.001 {
+			t.Errorf("q%.2f: exact %.6fs outside the native bucket (%.6f, %.6f]", c.q, c.exact, lo, hi)
+		}
+	}
+}
+
+func TestMetricsCountEverything(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Origin", "node")
+		w.WriteHeader(418)
+		w.Write([]byte("teapot"))
+	})
+	a, reg := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 500, Warmup: 200 * time.Millisecond, Duration: 400 * time.Millisecond,
+		ExpectOrigin: "fast", Labels: Labels{"caddy", "fast", "simple"}})
+	var buf bytes.Buffer
+	mfs, _ := reg.Gather()
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		enc.Encode(mf)
+	}
+	text := buf.String()
+	// Prometheus sees warm-up too: 300 scheduled and sent in all.
+	for _, want := range []string{
+		`proxybench_requests_total{code="418",origin="fast",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_open_loop_scheduled_total{origin="fast",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_open_loop_sent_total{origin="fast",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_response_bytes_total{origin="fast",proxy="caddy",scenario="simple"} 1800`,
+		`proxybench_requests_in_flight{origin="fast",proxy="caddy",scenario="simple"} 0`,
+		`proxybench_target_rate_requests_per_second{origin="fast",proxy="caddy",scenario="simple"} 0`,
+		`proxybench_request_duration_seconds_count{origin="fast",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_open_loop_lag_seconds_count{origin="fast",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
+		`proxybench_loadgen_cpu_limit_cores ` + itoa(runtime.GOMAXPROCS(0)),
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// wrong origin only counts 2xx, and 418 is not one.
+	if !strings.Contains(text, `proxybench_wrong_origin_total{origin="fast",proxy="caddy",scenario="simple"} 0`) || res.WrongOrigin != 0 {
+		t.Errorf("wrong origin counted for a non-2xx response")
+	}
+	if res.Requests != 200 || res.Codes[418] != 200 {
+		t.Errorf("window: %d requests %v", res.Requests, res.Codes)
+	}
+	promtoolCheck(t, text)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// promtoolCheck runs `promtool check metrics` when the pinned promtool is
+// built (scripts/gobin.sh promtool); CI builds it first.
+func promtoolCheck(t *testing.T, text string) {
+	t.Helper()
+	bin := os.Getenv("PROMTOOL")
+	if bin == "" {
+		bin, _ = filepath.Abs("../../../.cache/bin/promtool-v0.316.0")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Logf("promtool not built (%s): skipping promtool check metrics", bin)
+		return
+	}
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# lint.sh: the monitoring code's static checks (make lint). promtool checks
+# both scrape configs (and the rule files they load), the rules, and runs the
+# rule unit tests; then the Go checks of the dashboards and configs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+promtool=$(scripts/gobin.sh promtool)
+
+echo "== promtool check config"
+for cfg in prometheus/prometheus.yml prometheus/prometheus.bridge.yml; do
+  "$promtool" check config --lint=all --lint-fatal "$cfg"
+done
+
+echo "== promtool check rules"
+"$promtool" check rules --lint=all --lint-fatal prometheus/rules/*.rules.yml
+
+echo "== promtool test rules"
+"$promtool" test rules prometheus/rules/*_test.yml
+
+echo "== dashboards and configs (go test)"
+go test -count=1 ./grafana/dashcheck ./prometheus/promcheck

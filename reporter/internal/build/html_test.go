@@ -1,0 +1,156 @@
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"proxybench/reporter/internal/output"
+	"proxybench/reporter/internal/render"
+	"proxybench/reporter/internal/report"
+)
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PROXYBENCH_CHROMIUM"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed: run reporter/scripts/ensure-chromium.sh (make test-report-html does)")
+	}
+	return p
+}
+
+func chromiumRun(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+// TestReportHTMLRendersInChromium renders report.html of a synthetic run in
+// headless Chromium: every figure must get a real layout box, and the
+// screenshot must have the asked size and not be blank.
+func TestReportHTMLRendersInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus and Chromium")
+	}
+	bin := chromium(t)
+	run := synthRun("html-1", 2)
+	c := startProm(t, run)
+	dir := t.TempDir()
+	r, err := Build(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: dir,
+		SLO: report.SLO{P99: 10 * time.Millisecond, ErrorRatio: 0.01}, SLOFromFlag: true, Thresholds: report.DefaultThresholds, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := output.Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if regexp.MustCompile(`(?i)<script|src="http|href="http|<link`).Match(page) {
+		t.Fatal("report.html is not self-contained: it has a script or an external reference")
+	}
+
+	// Layout: a probe copy reports each figure's box into the dumped DOM.
+	probe := strings.Replace(string(page), "</body>", `<script>
+document.body.setAttribute("data-boxes", JSON.stringify(Array.from(document.querySelectorAll("figure.fig")).map(function (f) {
+  var r = f.querySelector("svg").getBoundingClientRect();
+  return {name: f.dataset.figure, w: r.width, h: r.height, shapes: f.querySelectorAll("rect,line,polyline").length};
+})));
+</script></body>`, 1)
+	probePath := filepath.Join(dir, "probe.html")
+	if err := os.WriteFile(probePath, []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := chromiumRun(t, bin, "--window-size=1400,3000", "--dump-dom", "file://"+probePath)
+	m := regexp.MustCompile(`data-boxes="([^"]*)"`).FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no layout boxes in the dumped DOM:\n%.2000s", dom)
+	}
+	var boxes []struct {
+		Name   string
+		W, H   float64
+		Shapes int
+	}
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &boxes); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{render.FigLatency: false, render.FigRPS: false, render.FigResources: false, render.FigGC: false}
+	for _, b := range boxes {
+		if b.W < 600 || b.H < 150 || b.Shapes < 20 {
+			t.Errorf("figure %s laid out at %.0fx%.0f with %d shapes: not visible", b.Name, b.W, b.H, b.Shapes)
+		}
+		want[b.Name] = true
+	}
+	for n, seen := range want {
+		if !seen {
+			t.Errorf("figure %s missing from report.html", n)
+		}
+	}
+
+	// Screenshot: right size, not blank.
+	shot := filepath.Join(dir, "report.png")
+	chromiumRun(t, bin, "--window-size=1400,3000", "--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1400 || b.Dy() != 3000 {
+		t.Fatalf("screenshot %dx%d, want 1400x3000", b.Dx(), b.Dy())
+	}
+	colored, inked := 0, 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				inked++
+			}
+			if max3(r, g, bl)-min3(r, g, bl) > 0x3000 {
+				colored++
+			}
+		}
+	}
+	total := (b.Dx() / 2) * (b.Dy() / 2)
+	if float64(inked)/float64(total) < 0.03 || float64(colored)/float64(total) < 0.005 {
+		t.Fatalf("screenshot looks blank: %d of %d sampled pixels inked, %d coloured", inked, total, colored)
+	}
+	if out := os.Getenv("PROXYBENCH_SCREENSHOT_DIR"); out != "" {
+		png, _ := os.ReadFile(shot)
+		_ = os.WriteFile(filepath.Join(out, "report.png"), png, 0o644)
+		for _, n := range []string{"report.html", "report.md", "report.json"} {
+			b, _ := os.ReadFile(filepath.Join(dir, n))
+			_ = os.WriteFile(filepath.Join(out, n), b, 0o644)
+		}
+	}
+}
+
+func max3(a, b, c uint32) uint32 { return max(a, b, c) }
+func min3(a, b, c uint32) uint32 { return min(a, b, c) }

@@ -1,0 +1,100 @@
+package build
+
+import (
+	"context"
+	"math"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"proxybench/reporter/internal/promapi"
+	"proxybench/reporter/internal/promtest"
+	"proxybench/reporter/internal/report"
+)
+
+// TestNativeHistogramScraped drives a real registry with exactly known
+// observations, lets the real Prometheus scrape it every second with native
+// histograms on, and checks the report's native-histogram percentiles
+// against the truth within the schema's bucket error (factor 1.1 gives
+// schema 3: buckets grow by 2^(1/8), so an estimate is within 9.05 %).
+func TestNativeHistogramScraped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus and waits for scrapes")
+	}
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	labels := []string{"proxy", "origin", "scenario"}
+	cellLabels := []string{"run", "cell", "proxy", "origin", "scenario", "tier", "repeat"}
+	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_requests_total", Help: "h"}, append(labels, "code"))
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_request_errors_total", Help: "h"}, append(labels, "reason"))
+	lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "proxybench_request_duration_seconds", Help: "h",
+		Buckets: prometheus.DefBuckets, NativeHistogramBucketFactor: 1.1, NativeHistogramZeroThreshold: 1e-6}, labels)
+	start := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_cell_window_start_timestamp_seconds", Help: "h"}, cellLabels)
+	end := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_cell_window_end_timestamp_seconds", Help: "h"}, cellLabels)
+	reg.MustRegister(reqs, errs, lat, start, end)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+
+	reqs.WithLabelValues("nginx", "fast", "simple", "200") // born before the window, at 0
+	errs.WithLabelValues("nginx", "fast", "simple", "timeout")
+	h := lat.WithLabelValues("nginx", "fast", "simple")
+	prom := promtest.Start(t, promtest.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Native: true})
+	time.Sleep(2500 * time.Millisecond) // a few scrapes before the window
+
+	cl := []string{"n1", "nginx.fast.simple.quick.r1", "nginx", "fast", "simple", "quick", "1"}
+	t0 := time.Now()
+	start.WithLabelValues(cl...).Set(float64(t0.UnixMilli()) / 1000)
+	var obs []float64
+	for i := 0; i < 3000; i++ {
+		v := 0.0005 * (1 + 20*math.Pow(float64(i%1000)/1000, 6)) * (1 + float64(i%7)/10)
+		obs = append(obs, v)
+		h.Observe(v)
+		reqs.WithLabelValues("nginx", "fast", "simple", "200").Inc()
+		if i%100 == 0 {
+			reqs.WithLabelValues("nginx", "fast", "simple", "502").Inc() // born inside the window
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t1 := time.Now()
+	end.WithLabelValues(cl...).Set(float64(t1.UnixMilli()) / 1000)
+	time.Sleep(3500 * time.Millisecond) // quiet: the last values get scraped
+
+	c, err := promapi.New(prom.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(context.Background(), Config{Prom: c, PromURL: prom.URL, Run: "n1", RunDir: t.TempDir(), Thresholds: report.DefaultThresholds, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cells) != 1 {
+		t.Fatalf("%d cells", len(r.Cells))
+	}
+	g := r.Cells[0]
+	if g.Codes["200"] != 3000 || g.Codes["502"] != 30 || g.Latency.Count != 3000 || g.Latency.Source != "native" {
+		t.Fatalf("codes %v, latency count %d source %q; want 3000 x 200, 30 x 502, native", g.Codes, g.Latency.Count, g.Latency.Source)
+	}
+	sort.Float64s(obs)
+	sum := 0.0
+	for _, v := range obs {
+		sum += v
+	}
+	if m := float64(g.Latency.Mean); math.Abs(m-sum/3000) > 1e-12 {
+		t.Errorf("mean %v, want %v", m, sum/3000)
+	}
+	for _, q := range []struct {
+		q float64
+		v report.Num
+	}{{0.5, g.Latency.P50}, {0.9, g.Latency.P90}, {0.95, g.Latency.P95}, {0.99, g.Latency.P99}, {0.999, g.Latency.P999}, {1, g.Latency.Max}} {
+		truth := obs[int(math.Ceil(q.q*float64(len(obs))))-1]
+		if rel := float64(q.v)/truth - 1; !q.v.Known() || math.Abs(rel) > math.Pow(2, 1.0/8)-1 {
+			t.Errorf("p%s = %v, true %v: %.1f %% off, beyond the bucket bound", strconv.FormatFloat(q.q*100, 'f', -1, 64), float64(q.v), truth, rel*100)
+		}
+	}
+}
