@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ type config struct {
 	housekeeping   time.Duration
 	discover       time.Duration
 	logLevel       slog.Level
+	pprof          bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -50,6 +52,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.nginxStatus, "nginx-status", "http://127.0.0.1:8982/stub_status", "nginx stub_status URL scraped into nginx_* series; empty to disable")
 	fs.DurationVar(&c.housekeeping, "housekeeping", time.Second, "how often cAdvisor reads each container's cgroup (fixed, not dynamic)")
 	fs.DurationVar(&c.discover, "discover-interval", 2*time.Second, "how often to look for new or removed containers")
+	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (to see where the exporter's own CPU goes)")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -102,6 +105,10 @@ func serve(ctx context.Context, cfg config, stdin io.Reader, log *slog.Logger) e
 		}
 		fmt.Fprintln(w, "proxybench exporter: metrics at /metrics")
 	})
+	if cfg.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 
 	var wg sync.WaitGroup
@@ -199,4 +206,3 @@ func withDocker(ctx context.Context, cfg config, reg prometheus.Registerer, gc *
 	}
 	return sources.Run(ctx)
 }
-

@@ -2,7 +2,9 @@
 // the one contract of origins/README.md: it builds the Go origins, starts
 // every origin as a real process on a free 127.0.0.1 port and runs the same
 // table against each. It needs node and python3 on PATH; PROXYBENCH_ORIGINS
-// (e.g. "go fast") narrows the set.
+// (e.g. "go fast") narrows the set. PROXYBENCH_ORIGIN_ADDRS (e.g.
+// "node=127.0.0.1:9101 python=127.0.0.1:9102") tests origins already
+// running instead, such as the stack's containers.
 package origins_test
 
 import (
@@ -413,7 +415,14 @@ func checkKeepAlive(t *testing.T, o origin) {
 	}
 }
 
+// timingMu runs the concurrency checks one origin at a time: four origins
+// opening 200 connections each at once on a 2-core machine would measure
+// the machine, not the origin.
+var timingMu sync.Mutex
+
 func checkConcurrentDelay(t *testing.T, o origin) {
+	timingMu.Lock()
+	defer timingMu.Unlock()
 	const n = 200
 	tr := &http.Transport{MaxIdleConnsPerHost: n}
 	defer tr.CloseIdleConnections()
@@ -462,6 +471,19 @@ func trim(b []byte) []byte {
 // killed in t.Cleanup however the test ends.
 func startOrigins(t *testing.T) []origin {
 	t.Helper()
+	if v := os.Getenv("PROXYBENCH_ORIGIN_ADDRS"); v != "" {
+		var out []origin
+		for _, f := range strings.Fields(v) {
+			name, addr, ok := strings.Cut(f, "=")
+			if !ok {
+				t.Fatalf("PROXYBENCH_ORIGIN_ADDRS: %q is not name=host:port", f)
+			}
+			o := origin{name: name, base: "http://" + addr, addr: addr}
+			waitHealthy(t, o)
+			out = append(out, o)
+		}
+		return out
+	}
 	names := []string{"go", "fast", "node", "python"}
 	if v := os.Getenv("PROXYBENCH_ORIGINS"); v != "" {
 		names = strings.Fields(v)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # lint.sh: the monitoring code's static checks (make lint). promtool checks
 # both scrape configs (and the rule files they load), the rules, and runs the
-# rule unit tests; then the Go checks of the dashboards and configs.
+# rule unit tests; then the Go checks of the dashboards and configs, gofmt
+# and go vet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +21,16 @@ echo "== promtool test rules"
 
 echo "== dashboards and configs (go test)"
 go test -count=1 ./grafana/dashcheck ./prometheus/promcheck
+
+echo "== gofmt"
+unformatted=$(find . -name '*.go' -not -path './.cache/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files need formatting (gofmt -w):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+go vet -tags e2e ./grafana/dashcheck
+echo "lint: ok"

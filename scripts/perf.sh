@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 CONNS=${CONNS:-50}
 DURATION=${DURATION:-10}
 REPEATS=${REPEATS:-1}
-TOOLS=${TOOLS:-"loadgen loadgen-nethttp wrk hey vegeta"}
+TOOLS=${TOOLS:-"loadgen loadgen-netpoll loadgen-nethttp wrk hey vegeta"}
 ADDR=127.0.0.1:9104
 URL=http://$ADDR/
 TOOL_CPU=${TOOL_CPU:-1}
@@ -74,7 +74,7 @@ GO
     (cd "$tmp/srv" && printf 'module perfsrv\ngo 1.26\n' >go.mod && go build -o "$tmp/origin" .)
     origin_note="a minimal net/http server (neither origin built)"
   fi
-  ORIGIN_NAME=fast LISTEN_ADDR=$ADDR taskset -c "$ORIGIN_CPU" "$tmp/origin" 2>"$tmp/origin.log" &
+  ORIGIN_NAME=fast LISTEN_ADDR=127.0.0.1 PORT=9104 taskset -c "$ORIGIN_CPU" "$tmp/origin" 2>"$tmp/origin.log" &
   origin_pid=$!
   origin_note="$origin_note, pinned with taskset -c $ORIGIN_CPU"
   for _ in $(seq 50); do up && break; sleep 0.1; done
@@ -88,7 +88,9 @@ run() {
   case $t in
     loadgen) "${timed[@]}" "$tmp/loadgen" attack -url "$URL" -c "$CONNS" -d "${DURATION}s" -json -quiet >"$out" 2>&1
       req=$(sed -n 's/^  "requests": \([0-9]*\),/\1/p' "$out") ;;
-    loadgen-nethttp) "${timed[@]}" "$tmp/loadgen" attack -net-http -url "$URL" -c "$CONNS" -d "${DURATION}s" -json -quiet >"$out" 2>&1
+    loadgen-netpoll) "${timed[@]}" "$tmp/loadgen" attack -engine netpoll -url "$URL" -c "$CONNS" -d "${DURATION}s" -json -quiet >"$out" 2>&1
+      req=$(sed -n 's/^  "requests": \([0-9]*\),/\1/p' "$out") ;;
+    loadgen-nethttp) "${timed[@]}" "$tmp/loadgen" attack -engine net-http -url "$URL" -c "$CONNS" -d "${DURATION}s" -json -quiet >"$out" 2>&1
       req=$(sed -n 's/^  "requests": \([0-9]*\),/\1/p' "$out") ;;
     wrk) "${timed[@]}" wrk -t1 -c "$CONNS" -d "${DURATION}s" "$URL" >"$out" 2>&1
       req=$(awk '/requests in/ {print $1}' "$out") ;;

@@ -62,6 +62,7 @@ func pauseHeatmap(sel string) *heatmap.PanelBuilder {
 			Exponent(0.5).
 			Steps(64)).
 		YAxis(heatmap.NewYAxisConfigBuilder().Unit("s").AxisPlacement(common.AxisPlacementLeft)).
+		Tooltip(heatmap.NewHeatmapTooltipBuilder().Mode(common.TooltipDisplayModeSingle).YHistogram(true)).
 		Targets(targets([]*prometheus.DataqueryBuilder{
 			query(`sum by (le) (rate(proxybench_gc_pause_seconds_bucket`+sel+`[$__rate_interval]))`, "{{le}}").
 				Format(prometheus.PromQueryFormatHeatmap),

@@ -232,7 +232,7 @@ func (c *Client) Version(ctx context.Context, ctr Container) (string, error) {
 		return "", fmt.Errorf("version of %s: %w", ctr.Name, err)
 	}
 	v, err := ParseVersion(ctr.Service, out)
-	if err != nil && custom {
+	if err != nil && custom && !errors.Is(err, ErrNoVersion) {
 		// A command of the user's choosing: its first line is the version.
 		v, err = ParseVersion("", out)
 	}

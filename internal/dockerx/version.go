@@ -7,6 +7,9 @@ import (
 	"strings"
 )
 
+// ErrNoVersion says the binary runs but was built without its version.
+var ErrNoVersion = errors.New("binary carries no version")
+
 // ParseVersion turns a proxy's version output into one short line. service
 // selects the format; "" returns the first non-empty line as is.
 func ParseVersion(service, out string) (string, error) {
@@ -28,7 +31,7 @@ func ParseVersion(service, out string) (string, error) {
 		for _, l := range lines(out) {
 			if v, ok := strings.CutPrefix(l, "Version:"); ok && strings.TrimSpace(v) != "" {
 				if v = strings.TrimSpace(v); v == "dev" {
-					return "", errors.New("traefik reports version \"dev\": build it with -ldflags '-X github.com/traefik/traefik/v3/pkg/version.Version=<version>'")
+					return "", fmt.Errorf("%w: traefik reports version \"dev\": build it with -ldflags '-X github.com/traefik/traefik/v3/pkg/version.Version=<version>'", ErrNoVersion)
 				}
 				return "traefik " + v, nil
 			}
@@ -39,7 +42,7 @@ func ParseVersion(service, out string) (string, error) {
 				return "caddy " + f[0], nil
 			}
 			if l == "unknown" {
-				return "", errors.New("caddy reports version \"unknown\" (built outside module mode): build it with -ldflags '-X github.com/caddyserver/caddy/v2.CustomVersion=<version>'")
+				return "", fmt.Errorf("%w: caddy reports version \"unknown\" (built outside module mode): build it with -ldflags '-X github.com/caddyserver/caddy/v2.CustomVersion=<version>'", ErrNoVersion)
 			}
 		}
 	default:

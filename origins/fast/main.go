@@ -44,7 +44,7 @@ func serve(ctx context.Context, cfg contract.Config, log *slog.Logger) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	s := newServer(cfg.Name, time.Now)
-	go s.keepDate(ctx, time.Second)
+	go s.keepClock(ctx, time.Second)
 	go func() {
 		<-ctx.Done()
 		ln.Close()

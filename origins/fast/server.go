@@ -60,8 +60,8 @@ func (s *server) setDate() {
 	s.deadline.Store(now.Add(contract.IdleTimeout).UnixNano())
 }
 
-// keepDate refreshes the hot path's clock once a second.
-func (s *server) keepDate(ctx context.Context, every time.Duration) {
+// keepClock refreshes the hot path's clock once a second.
+func (s *server) keepClock(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

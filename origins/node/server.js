@@ -176,11 +176,13 @@ function main() {
   server.requestTimeout = 0; // /delay and big echoes bound themselves
   // Malformed requests never reach the handler: answer them in the contract's
   // shape (X-Origin, one-line body) instead of Node's bare 400.
+  const refused = new WeakSet(); // sockets already answered: a second error only closes
   server.on('clientError', (err, socket) => {
-    if (!socket.writable || err.code === 'ECONNRESET') {
+    if (!socket.writable || err.code === 'ECONNRESET' || refused.has(socket)) {
       socket.destroy();
       return;
     }
+    refused.add(socket);
     let status = '400 Bad Request';
     let body = 'bad request\n';
     if (err.code === 'HPE_HEADER_OVERFLOW') {
@@ -190,8 +192,11 @@ function main() {
       status = '408 Request Timeout';
       body = 'request timeout\n';
     }
+    // Stop reading first: more bytes would make a second parser error, which
+    // Node reports as a warning about an undestroyed socket.
+    socket.pause();
     socket.end(`HTTP/1.1 ${status}\r\nX-Origin: ${cfg.name}\r\nContent-Type: ${TEXT}\r\n` +
-      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`, () => socket.destroy());
   });
   server.on('error', (err) => {
     process.stderr.write(`origin node: listen: ${err.message}\n`);

@@ -87,6 +87,9 @@ def has_framing(code):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = IDLE_TIMEOUT_S  # idle keep-alive connections end, and their threads
+    # Head and body go out in two writes; with Nagle on, the second waits
+    # for the client's delayed ACK (40 ms) on every keep-alive answer.
+    disable_nagle_algorithm = True
     origin_name = "python"
 
     # Every method goes through dispatch; BaseHTTPRequestHandler looks up
@@ -102,9 +105,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def send_error(self, code, message=None, explain=None):
         """Refusals from http.server itself (bad request line, too long)
         in the contract's shape: X-Origin and a one-line body."""
+        # Only the standard phrase: http.server's messages quote the raw
+        # request line, unbounded.
         self.close_connection = True
-        body = (message or self.responses.get(code, ("error",))[0]).lower()
-        self.reply(code, TEXT, body.encode("latin-1", "replace") + b"\n", close=True)
+        phrase = self.responses.get(code, ("error",))[0].lower()
+        self.reply(code, TEXT, phrase.encode("ascii", "replace") + b"\n", close=True)
 
     def reply(self, code, ctype, body, allow=None, close=False):
         self.send_response(code)
@@ -150,7 +155,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def dispatch(self):
         # The target as sent: self.path has had "//" folded by http.server.
-        target = self.requestline.split()[1] if len(self.requestline.split()) == 3 else self.path
+        words = self.requestline.split()
+        target = words[1] if len(words) == 3 else self.path
         path = target.split("?", 1)[0]
         if not clean_path(path):
             return self.plain(404, b"not found\n")
@@ -223,10 +229,10 @@ class Server(http.server.ThreadingHTTPServer):
 def config(env):
     name = env.get("ORIGIN_NAME") or "python"
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", name, re.ASCII):
-        raise ValueError(f"ORIGIN_NAME {name!r}: want 1..64 characters of [A-Za-z0-9._-]")
+        raise ValueError(f'ORIGIN_NAME "{name}": want 1..64 characters of [A-Za-z0-9._-]')
     port_text = env.get("PORT") or "9102"
     if not re.fullmatch(r"[0-9]{1,5}", port_text, re.ASCII) or int(port_text) > 65535:
-        raise ValueError(f"PORT {port_text!r}: want a port number 0..65535")
+        raise ValueError(f'PORT "{port_text}": want a port number 0..65535')
     return name, env.get("LISTEN_ADDR") or "0.0.0.0", int(port_text)
 
 

@@ -5,6 +5,7 @@ package info
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -13,6 +14,9 @@ import (
 
 	"proxybench/internal/dockerx"
 )
+
+// Unknown is the version label of a proxy whose binary would not say.
+const Unknown = "unknown"
 
 // Engine is the part of dockerx.Client used here.
 type Engine interface {
@@ -69,7 +73,7 @@ func (c *Collector) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Refresh lists the proxies and asks each running one, once, for its
-// version.
+// version. A stopped proxy that never ran while watched has no series.
 func (c *Collector) Refresh(ctx context.Context) {
 	list, err := c.engine.List(ctx, c.labels...)
 	if err != nil {
@@ -81,17 +85,22 @@ func (c *Collector) Refresh(ctx context.Context) {
 		v, ok := c.versions[ctr.ID]
 		if !ok && ctr.Running {
 			var err error
-			if v, err = c.engine.Version(ctx, ctr); err != nil {
+			switch v, err = c.engine.Version(ctx, ctr); {
+			case err == nil:
+				c.versions[ctr.ID] = v
+			case errors.Is(err, dockerx.ErrNoVersion):
+				// Built without a version: asking again will not help.
+				v, c.versions[ctr.ID] = Unknown, Unknown
+				c.log.Warn("proxy binary has no version", "container", ctr.Name, "err", err)
+			default:
+				v = Unknown // asked again at the next refresh
 				if !c.failed[ctr.ID] {
 					c.log.Warn("proxy version unknown", "container", ctr.Name, "err", err)
 					c.failed[ctr.ID] = true
 				}
-			} else {
-				c.versions[ctr.ID] = v
-				ok = true
 			}
 		}
-		if ok {
+		if v != "" {
 			ps = append(ps, proxy{ctr: ctr, version: v})
 		}
 	}

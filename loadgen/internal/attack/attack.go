@@ -17,6 +17,7 @@ type Attacker struct {
 	now     func() time.Time
 	log     *slog.Logger
 	netHTTP bool
+	netpoll bool
 	tick    time.Duration
 }
 
@@ -33,6 +34,11 @@ func WithLogger(l *slog.Logger) Option { return func(a *Attacker) { a.log = l } 
 // WithNetHTTP sends through net/http instead of the lean HTTP/1.1 client.
 // https URLs always use net/http.
 func WithNetHTTP() Option { return func(a *Attacker) { a.netHTTP = true } }
+
+// WithGoroutinePerConn runs closed loops with a goroutine per connection on
+// Go's netpoller instead of the epoll event loop (the open loop and
+// concurrency stages always do): for comparison and for non-Linux systems.
+func WithGoroutinePerConn() Option { return func(a *Attacker) { a.netpoll = true } }
 
 // WithProgressInterval changes how often progress is reported (default 1 s).
 func WithProgressInterval(d time.Duration) Option { return func(a *Attacker) { a.tick = d } }
@@ -52,6 +58,8 @@ type run struct {
 	a       *Attacker
 	s       Spec
 	rm      *runMetrics
+	req     *request
+	evloop  bool // closed loop on the epoll event loop
 	newDoer func() doer
 	recs    []*recorder
 
@@ -86,7 +94,9 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	monWG.Add(1)
 	go func() { defer monWG.Done(); r.monitor(ctx, done, progress) }()
 
-	r.launch(ctx)
+	if err := r.launch(ctx); err != nil {
+		return nil, err
+	}
 	r.wg.Wait()
 	close(done)
 	monWG.Wait()
@@ -106,7 +116,10 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.netHTTP || isHTTPS(s.URL) {
+	r.req = req
+	stdlib := a.netHTTP || isHTTPS(s.URL)
+	r.evloop = evLoopAvailable && !stdlib && !a.netpoll && s.Mode == Closed
+	if stdlib {
 		tr := newStdTransport(s, max(s.Concurrency, 1))
 		client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		r.newDoer = func() doer { return &stdDoer{client: client, spec: &r.s, origin: s.ExpectOrigin} }
@@ -172,8 +185,10 @@ func maxTarget(st []Stage) (m float64) {
 	return m
 }
 
-func (r *run) launch(ctx context.Context) {
+func (r *run) launch(ctx context.Context) error {
 	switch {
+	case r.evloop:
+		return r.launchEvLoop(r.req)
 	case r.pacer != nil:
 		initial := min(r.maxWorkers, max(4, 2*runtime.GOMAXPROCS(0)))
 		for range initial {
@@ -184,6 +199,7 @@ func (r *run) launch(ctx context.Context) {
 			r.spawn(ctx, r.closedWorker)
 		}
 	}
+	return nil
 }
 
 // spawn starts one more worker unless maxWorkers are running.

@@ -54,7 +54,7 @@ func TestWrongOrigin(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 100 * time.Millisecond, ExpectOrigin: "node"})
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 300 * time.Millisecond, ExpectOrigin: "node"})
 	if res.WrongOrigin != res.Requests || res.Requests == 0 {
 		t.Errorf("wrong origin %d of %d", res.WrongOrigin, res.Requests)
 	}

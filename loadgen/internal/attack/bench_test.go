@@ -1,8 +1,6 @@
 package attack
 
 import (
-	"context"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -88,5 +86,30 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-var _ = context.Background
-var _ = http.MethodGet
+// BenchmarkClosedLoop measures the whole engine the way scripts/perf.sh
+// does, in-process: 50 connections for 1 s per iteration against a real
+// server, reporting requests/s and the CPU of the whole process (server
+// included) per request, for each engine. Run with -benchtime 3x.
+func BenchmarkClosedLoop(b *testing.B) {
+	srv := newCounted(b, hello)
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{{"evloop", nil}, {"netpoll", []Option{WithGoroutinePerConn()}}, {"nethttp", []Option{WithNetHTTP()}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			a, _ := newAttacker(b, bc.opts...)
+			var reqs int64
+			var cpu time.Duration
+			var wall time.Duration
+			for b.Loop() {
+				c0 := processCPU()
+				res := mustRun(b, a, Spec{URL: srv.URL + "/", Mode: Closed, Concurrency: 50, Duration: time.Second})
+				cpu += processCPU() - c0
+				reqs += res.Requests
+				wall += res.End.Sub(res.Start)
+			}
+			b.ReportMetric(float64(reqs)/wall.Seconds(), "req/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(reqs), "cpu-ns/req")
+		})
+	}
+}

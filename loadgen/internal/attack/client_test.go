@@ -13,53 +13,59 @@ import (
 	"time"
 )
 
-// TestLeanClientFraming drives the lean client against net/http's server for
-// every way a body can be framed, several requests per connection, and
-// checks status, body size and connection reuse.
+type framingCase struct {
+	name      string
+	method    string
+	h         http.HandlerFunc
+	code      int
+	bytes     int64
+	reuse     bool
+	newConnRq bool
+}
+
+var big = strings.Repeat("0123456789", 10_000) // 100 kB: many reads, larger than the buffer
+
+// framingCases are every way a response body can be framed, with what the
+// client must count, and whether it may keep the connection.
+var framingCases = []framingCase{
+	{"content-length", "GET", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(big)) }, 200, int64(len(big)), true, false},
+	{"chunked", "GET", func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 10; i++ {
+			w.Write([]byte(big[:1000+i]))
+			w.(http.Flusher).Flush()
+		}
+	}, 200, 10*1000 + 45, true, false},
+	{"chunked with trailer", "GET", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Sum")
+		w.Write([]byte("abc"))
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Sum", "3")
+	}, 200, 3, true, false},
+	{"empty 204", "GET", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, 204, 0, true, false},
+	{"304", "GET", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(304) }, 304, 0, true, false},
+	{"HEAD", "HEAD", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "12345")
+	}, 200, 0, true, false},
+	{"connection close", "GET", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.Write([]byte("bye"))
+	}, 200, 3, false, false},
+	{"new conn per request", "GET", hello, 200, 18, false, true},
+	{"1xx before the response", "GET", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(103)
+		w.WriteHeader(200)
+		w.Write([]byte("after early hints"))
+	}, 200, 17, true, false},
+	{"status 503", "GET", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "busy", 503) }, 503, 5, true, false},
+	{"POST body", "POST", func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }, 200, 7, true, false},
+}
+
+// TestLeanClientFraming drives the goroutine engine's client against
+// net/http's server, several requests per connection.
 func TestLeanClientFraming(t *testing.T) {
 	t.Parallel()
-	big := strings.Repeat("0123456789", 10_000) // 100 kB: many reads, larger than the buffer
-	for _, tc := range []struct {
-		name      string
-		method    string
-		h         http.HandlerFunc
-		code      int
-		bytes     int64
-		reuse     bool
-		newConnRq bool
-	}{
-		{"content-length", "GET", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(big)) }, 200, int64(len(big)), true, false},
-		{"chunked", "GET", func(w http.ResponseWriter, r *http.Request) {
-			for i := 0; i < 10; i++ {
-				w.Write([]byte(big[:1000+i]))
-				w.(http.Flusher).Flush()
-			}
-		}, 200, 10*1000 + 45, true, false},
-		{"chunked with trailer", "GET", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Trailer", "X-Sum")
-			w.Write([]byte("abc"))
-			w.(http.Flusher).Flush()
-			w.Header().Set("X-Sum", "3")
-		}, 200, 3, true, false},
-		{"empty 204", "GET", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, 204, 0, true, false},
-		{"304", "GET", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(304) }, 304, 0, true, false},
-		{"HEAD", "HEAD", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", "12345")
-		}, 200, 0, true, false},
-		{"connection close", "GET", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Connection", "close")
-			w.Write([]byte("bye"))
-		}, 200, 3, false, false},
-		{"new conn per request", "GET", hello, 200, 18, false, true},
-		{"1xx before the response", "GET", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Link", "</style.css>; rel=preload")
-			w.WriteHeader(103)
-			w.WriteHeader(200)
-			w.Write([]byte("after early hints"))
-		}, 200, 17, true, false},
-		{"status 503", "GET", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "busy", 503) }, 503, 5, true, false},
-		{"POST body", "POST", func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }, 200, 7, true, false},
-	} {
+	for _, tc := range framingCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var conns atomic.Int64
@@ -101,6 +107,47 @@ func TestLeanClientFraming(t *testing.T) {
 	}
 }
 
+// TestEventLoopFraming runs the same cases through the closed-loop event
+// loop: every response counted with its exact body size, connections kept
+// or not as the case says.
+func TestEventLoopFraming(t *testing.T) {
+	t.Parallel()
+	if !evLoopAvailable {
+		t.Skip("no event loop on this OS")
+	}
+	for _, tc := range framingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var conns atomic.Int64
+			srv := newCounted(t, tc.h)
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			a, _ := newAttacker(t)
+			s := Spec{URL: srv.URL + "/x?y=1", Method: tc.method, Mode: Closed, Concurrency: 2, Duration: 200 * time.Millisecond,
+				NewConnPerRequest: tc.newConnRq}
+			if tc.method == "POST" {
+				s.Body = []byte("payload")
+			}
+			res := mustRun(t, a, s)
+			if res.Errors != 0 || res.Requests == 0 || res.Codes[tc.code] != res.Requests || res.Bytes != res.Requests*tc.bytes {
+				t.Fatalf("requests %d errors %v codes %v bytes %d (want %d each)", res.Requests, res.ErrorReasons, res.Codes, res.Bytes, tc.bytes)
+			}
+			if res.Requests != srv.handled.Load() {
+				t.Errorf("requests %d, server handled %d", res.Requests, srv.handled.Load())
+			}
+			if tc.reuse && conns.Load() != 2 {
+				t.Errorf("%d connections for 2 keep-alive workers", conns.Load())
+			}
+			if !tc.reuse && conns.Load() != res.Requests {
+				t.Errorf("%d connections for %d requests", conns.Load(), res.Requests)
+			}
+		})
+	}
+}
+
 // rawServer answers every connection with fn, for responses net/http's
 // server would never send.
 func rawServer(t testing.TB, fn func(c net.Conn)) string {
@@ -135,28 +182,33 @@ func readRequest(br *bufio.Reader) error {
 	}
 }
 
+type rawCase struct {
+	name  string
+	resp  string
+	close bool // server closes after the response
+	code  int
+	bytes int64
+	err   errReason
+	fail  bool
+}
+
+// rawCases are responses net/http's server would never send.
+var rawCases = []rawCase{
+	{"HTTP/1.0 body until close", "HTTP/1.0 200 OK\r\n\r\nuntil close", true, 200, 11, 0, false},
+	{"HTTP/1.1 body until close", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close", true, 200, 11, 0, false},
+	{"no reason phrase", "HTTP/1.1 404\r\nContent-Length: 2\r\n\r\nno", false, 404, 2, 0, false},
+	{"100 continue", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", false, 200, 1, 0, false},
+	{"garbage", "HELLO\r\n\r\n", true, 0, 0, reasonProtocol, true},
+	{"bad content-length", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", true, 0, 0, reasonProtocol, true},
+	{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", true, 0, 0, reasonProtocol, true},
+	{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", true, 0, 0, reasonEOF, true},
+	{"cut headers", "HTTP/1.1 200 OK\r\nContent-Le", true, 0, 0, reasonEOF, true},
+	{"101", "HTTP/1.1 101 Switching Protocols\r\n\r\n", true, 0, 0, reasonProtocol, true},
+}
+
 func TestLeanClientRawResponses(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		resp  string
-		close bool // server closes after the response
-		code  int
-		bytes int64
-		err   errReason
-		fail  bool
-	}{
-		{"HTTP/1.0 body until close", "HTTP/1.0 200 OK\r\n\r\nuntil close", true, 200, 11, 0, false},
-		{"HTTP/1.1 body until close", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close", true, 200, 11, 0, false},
-		{"no reason phrase", "HTTP/1.1 404\r\nContent-Length: 2\r\n\r\nno", false, 404, 2, 0, false},
-		{"100 continue", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", false, 200, 1, 0, false},
-		{"garbage", "HELLO\r\n\r\n", true, 0, 0, reasonProtocol, true},
-		{"bad content-length", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", true, 0, 0, reasonProtocol, true},
-		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", true, 0, 0, reasonProtocol, true},
-		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", true, 0, 0, reasonEOF, true},
-		{"cut headers", "HTTP/1.1 200 OK\r\nContent-Le", true, 0, 0, reasonEOF, true},
-		{"101", "HTTP/1.1 101 Switching Protocols\r\n\r\n", true, 0, 0, reasonProtocol, true},
-	} {
+	for _, tc := range rawCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			url := rawServer(t, func(c net.Conn) {
@@ -194,17 +246,40 @@ func classifyOrNil(err error) string {
 	return classify(err).String()
 }
 
+func TestEventLoopRawResponses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range rawCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := rawServer(t, func(c net.Conn) {
+				br := bufio.NewReader(c)
+				for readRequest(br) == nil {
+					c.Write([]byte(tc.resp))
+					if tc.close {
+						return
+					}
+				}
+			})
+			a, _ := newAttacker(t)
+			res := mustRun(t, a, Spec{URL: url, Mode: Closed, Concurrency: 1, Duration: 200 * time.Millisecond, Timeout: time.Second})
+			if tc.fail {
+				if res.Errors == 0 || res.Requests != 0 || res.ErrorReasons[tc.err.String()] != res.Errors {
+					t.Fatalf("requests %d errors %v, want all %v", res.Requests, res.ErrorReasons, tc.err)
+				}
+				return
+			}
+			if res.Errors != 0 || res.Requests == 0 || res.Codes[tc.code] != res.Requests || res.Bytes != tc.bytes*res.Requests {
+				t.Fatalf("requests %d errors %v codes %v bytes %d, want code %d and %d bytes each", res.Requests, res.ErrorReasons, res.Codes, res.Bytes, tc.code, tc.bytes)
+			}
+		})
+	}
+}
+
 // A keep-alive connection the server closes while idle must not cost an
 // error: the request is retried once on a fresh connection, as net/http does.
 func TestLeanClientRetriesStaleKeepAlive(t *testing.T) {
 	t.Parallel()
-	url := rawServer(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		if readRequest(br) == nil {
-			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-		}
-		// then close without saying so
-	})
+	url := oneShotServer(t)
 	req, _ := buildRequest(&Spec{URL: url})
 	c := newLeanConn(req)
 	defer c.close()
@@ -213,6 +288,27 @@ func TestLeanClientRetriesStaleKeepAlive(t *testing.T) {
 		if _, err := c.do(time.Now().Add(2 * time.Second)); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
+	}
+}
+
+// oneShotServer answers one request per connection, then closes it without
+// saying so (no Connection: close): every reuse finds a dead connection.
+func oneShotServer(t testing.TB) string {
+	return rawServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if readRequest(br) == nil {
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		}
+	})
+}
+
+func TestEventLoopRetriesStaleKeepAlive(t *testing.T) {
+	t.Parallel()
+	srv := oneShotServer(t)
+	a, _ := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv, Mode: Closed, Concurrency: 2, Duration: 300 * time.Millisecond})
+	if res.Errors != 0 || res.Requests == 0 {
+		t.Errorf("requests %d errors %v: a stale keep-alive must be retried, not counted", res.Requests, res.ErrorReasons)
 	}
 }
 
@@ -305,6 +401,52 @@ func FuzzReadResponse(f *testing.F) {
 		}
 		if res.bytes > int64(len(in)) {
 			t.Fatalf("%d body bytes from %d input bytes", res.bytes, len(in))
+		}
+	})
+}
+
+// FuzzParserMatchesReadResponse: the event loop's incremental parser, fed
+// the input in chunks of any size, reaches the same verdict as the bufio
+// parser: same status, body bytes, keep-alive and error reason.
+func FuzzParserMatchesReadResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nbody",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Origin: go\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		f.Add([]byte(s), false, uint8(1))
+		f.Add([]byte(s), false, uint8(7))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, head bool, chunk uint8) {
+		want, wantKeep, wantErr := readResponse(bufio.NewReaderSize(bytes.NewReader(in), 16<<10), head, []byte("go"))
+		p := respParser{head: head, origin: []byte("go")}
+		var buf []byte
+		var done bool
+		var err error
+		step := int(chunk%64) + 1
+		for off := 0; off < len(in) && !done && err == nil; off += step {
+			buf = append(buf, in[off:min(off+step, len(in))]...)
+			var n int
+			n, done, err = p.feed(buf)
+			buf = buf[n:]
+		}
+		if !done && err == nil {
+			done, err = p.eof()
+		}
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("parser err %v, readResponse err %v", err, wantErr)
+		}
+		if err != nil {
+			if classify(err) != classify(wantErr) && !(classify(wantErr) == reasonEOF || classify(err) == reasonEOF) {
+				t.Fatalf("parser reason %v (%v), readResponse %v (%v)", classify(err), err, classify(wantErr), wantErr)
+			}
+			return
+		}
+		if p.resp != want || p.keep != wantKeep {
+			t.Fatalf("parser %+v keep %v, readResponse %+v keep %v", p.resp, p.keep, want, wantKeep)
 		}
 	})
 }

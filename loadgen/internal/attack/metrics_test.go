@@ -79,6 +79,8 @@ func TestNativeHistogramAgreesWithHdr(t *testing.T) {
 		t.Errorf("classic buckets %d, want %d", len(h.GetBucket()), len(latencyBuckets))
 	}
 	l := res.Latency()
+	t.Logf("hdr count %d; above p99 %.6f: %d; native zero %d sum %.4f hdr mean %.6f native mean %.6f", res.Hist.TotalCount(), l.P99,
+		res.Hist.TotalCount()-countBelow(res, l.P99), h.GetZeroCount(), h.GetSampleSum(), l.Mean, h.GetSampleSum()/float64(h.GetSampleCount()))
 	for _, c := range []struct {
 		q     float64
 		exact float64
@@ -156,4 +158,14 @@ func promtoolCheck(t *testing.T, text string) {
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+func countBelow(res *Result, sec float64) int64 {
+	var n int64
+	for _, b := range res.Hist.Distribution() {
+		if float64(b.To)/1e6 <= sec {
+			n += b.Count
+		}
+	}
+	return n
 }

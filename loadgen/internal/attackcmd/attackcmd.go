@@ -31,7 +31,7 @@ type options struct {
 	metrics    string
 	linger     time.Duration
 	json       bool
-	netHTTP    bool
+	engine     string
 	knee       bool
 	kneeOpts   attack.KneeOptions
 	headers    headerFlag
@@ -65,7 +65,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metrics, "metrics-addr", "", `serve /metrics here, e.g. 127.0.0.1:9500 ("" = no server)`)
 	fs.DurationVar(&o.linger, "linger", 0, "with -metrics-addr: keep serving this long after the attack")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON instead of the text summary")
-	fs.BoolVar(&o.netHTTP, "net-http", false, "send through net/http instead of the lean HTTP/1.1 client (for comparison)")
+	fs.StringVar(&o.engine, "engine", "auto", "auto (epoll event loop for closed loops on Linux, else a goroutine per connection), netpoll (a goroutine per connection), net-http (net/http client): the last two for comparison")
 	fs.BoolVar(&o.noProgress, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the attack to this file")
 	fs.BoolVar(&o.knee, "knee", false, "breaking-point search: open-loop steps up until p99 or the error ratio breaks")
@@ -122,8 +122,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := []attack.Option{attack.WithLogger(log)}
-	if o.netHTTP {
+	switch o.engine {
+	case "auto":
+	case "netpoll":
+		opts = append(opts, attack.WithGoroutinePerConn())
+	case "net-http":
 		opts = append(opts, attack.WithNetHTTP())
+	default:
+		fmt.Fprintf(stderr, "loadgen attack: -engine %q: use auto, netpoll or net-http\n", o.engine)
+		return 2
 	}
 	a := attack.New(attack.NewMetrics(reg), opts...)
 

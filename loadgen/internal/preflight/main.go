@@ -93,12 +93,14 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "loadgen preflight: %v\n", err)
 			return 2
 		}
-		wg.Go(func() {
-			results[i] = CheckProxy(ctx, client, p, base, o.Origins, o.Timeout, o.Wait)
-			versions[i] = version(ctx, o.Docker, o.Project, p)
-		})
+		wg.Go(func() { results[i] = CheckProxy(ctx, client, p, base, o.Origins, o.Timeout, o.Wait) })
 	}
 	wg.Wait()
+	// One at a time: the Docker client negotiates its API version on first
+	// use, and concurrent first uses race inside it.
+	for i, p := range o.Proxies {
+		versions[i] = version(ctx, o.Docker, o.Project, p)
+	}
 
 	fmt.Fprintf(stdout, "preflight: GET /<origin>/ through each proxy; want 200, body %q, X-Origin: <origin>\n\n", Body)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -173,7 +173,10 @@ func (r *Runner) proxyGone(ctx context.Context, ctr *dockerx.Container) string {
 		case err != nil:
 			r.Log.Warn("cannot inspect the proxy after the cell", "container", ctr.Name, "err", err)
 		case !now.Running:
-			return fmt.Sprintf("proxy container %s %s", ctr.Name, stateWords(now.State))
+			if how := exitInfo(ctx, ctr.ID); how != "" {
+				return fmt.Sprintf("proxy container %s %s (%s)", ctr.Name, now.State, how)
+			}
+			return fmt.Sprintf("proxy container %s is %s", ctr.Name, now.State)
 		case now.State == "paused":
 			return fmt.Sprintf("proxy container %s was paused", ctr.Name)
 		case !now.StartedAt.Equal(ctr.StartedAt):
@@ -195,14 +198,4 @@ func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
 		return ""
 	}
 	return fmt.Sprintf("proxy %s stopped answering (%s)", c.Proxy, res.Short)
-}
-
-func stateWords(state string) string {
-	switch state {
-	case "exited", "dead":
-		return state + " (it died)"
-	case "restarting":
-		return "is restarting (it crashed)"
-	}
-	return "is " + state
 }

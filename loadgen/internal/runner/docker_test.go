@@ -131,10 +131,10 @@ func TestDockerIsolationAndDeath(t *testing.T) {
 		t.Fatalf("%d cells", len(m.Cells))
 	}
 	name := project + "-nginx"
-	if c := m.Cells[0]; c.Status != manifest.CellFailed || c.Reason != "proxy container "+name+" exited (it died) during the cell" || c.Requests == 0 {
+	if c := m.Cells[0]; c.Status != manifest.CellFailed || c.Reason != "proxy container "+name+" exited (code 137) during the cell" || c.Requests == 0 {
 		t.Errorf("first cell %s %q with %d requests", c.Status, c.Reason, c.Requests)
 	}
-	if c := m.Cells[1]; c.Status != manifest.CellSkipped || !strings.Contains(c.Reason, "exited (it died) during cell nginx.fast.simple.2s.r1") {
+	if c := m.Cells[1]; c.Status != manifest.CellSkipped || !strings.Contains(c.Reason, "exited (code 137) during cell nginx.fast.simple.2s.r1") {
 		t.Errorf("second cell %s %q", c.Status, c.Reason)
 	}
 	if m.Host.Docker == "" {

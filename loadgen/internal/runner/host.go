@@ -74,6 +74,28 @@ func loadgenVersion() string {
 	return strings.TrimSpace(v + " " + bi.GoVersion)
 }
 
+// exitInfo says how a container's process ended, e.g. "code 137, OOM
+// killed"; "" when the engine cannot tell. dockerx.Container carries no
+// exit code, so this asks the engine directly.
+func exitInfo(ctx context.Context, id string) string {
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	r, err := c.ContainerInspect(ctx, id)
+	if err != nil || r.State == nil {
+		return ""
+	}
+	s := "code " + strconv.Itoa(r.State.ExitCode)
+	if r.State.OOMKilled {
+		s += ", OOM killed"
+	}
+	return s
+}
+
 // dockerVersion asks the engine for its version; "" when there is none.
 func dockerVersion(ctx context.Context) string {
 	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())

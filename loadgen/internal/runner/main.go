@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		Target: e.target, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
 		Host: HostInfo(ctx),
 	}
-	log.Info("run", "id", p.Run, "cells", len(x.Cells), "at least", x.Estimate().Round(time.Second).String(),
+	log.Info("run", "id", p.Run, "cells", len(x.Cells), "takes_at_least", x.Estimate().Round(time.Second).String(),
 		"results", filepath.Join(p.Results, p.Run), "metrics", metricsAddr)
 	out, err := r.Run(ctx)
 	if err != nil {

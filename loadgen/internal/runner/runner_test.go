@@ -302,3 +302,42 @@ func TestMainUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestModes: each load model of the plan reaches the engine as a valid spec
+// and its cell records the load it was given.
+func TestModes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		check func(c manifest.Cell) bool
+	}{
+		{"closed", []string{"-concurrency", "3"}, func(c manifest.Cell) bool { return c.Mode == "closed" && c.Concurrency == 3 && c.Scheduled == 0 }},
+		{"open", []string{"-rate", "200"}, func(c manifest.Cell) bool {
+			return c.Mode == "open" && c.Rate == 200 && c.Scheduled >= 150 && c.Scheduled <= 250 && c.Sent == c.Scheduled
+		}},
+		{"rate stages", []string{"-stages", "500ms:100,500ms:300"}, func(c manifest.Cell) bool {
+			return c.Mode == "stages" && c.Tier == "stages" && c.Rate == 300 && c.DurationS == 1 && c.Scheduled > 50
+		}},
+		{"concurrency stages", []string{"-stages", "1s:3", "-stage-kind", "concurrency"}, func(c manifest.Cell) bool {
+			return c.Mode == "stages" && c.Concurrency == 3 && c.Rate == 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			srv := map[string]*httptest.Server{"haproxy": fakeProxy(t, nil)}
+			code := run(context.Background(), args(t, dir, append([]string{"-tier", "1s", "-proxies", "haproxy", "-origins", "node"}, tc.flags...)...),
+				io.Discard, io.Discard, testLog(t), env{target: targets(srv), docker: noDocker, clock: &sleeper{}})
+			m, err := manifest.Read(filepath.Join(dir, "t1", "manifest.json"))
+			if err != nil {
+				t.Fatalf("exit %d: %v", code, err)
+			}
+			c := m.Cells[0]
+			if code != ExitOK || c.Status != manifest.CellOK || c.Requests == 0 || !tc.check(c) {
+				t.Errorf("exit %d, cell %s %q: mode %s conc %d rate %g sched %d sent %d req %d dur %g", code, c.Status, c.Reason,
+					c.Mode, c.Concurrency, c.Rate, c.Scheduled, c.Sent, c.Requests, c.DurationS)
+			}
+		})
+	}
+}

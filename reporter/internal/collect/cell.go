@@ -66,12 +66,6 @@ func (b *batch) expr() string { return strings.Join(b.parts, "\nor ") }
 
 func quote(s string) string { return strconv.Quote(s) }
 
-// Options tune collection.
-type Options struct {
-	Concurrency int // parallel queries; default 4
-	IsGo        func(proxy string) bool
-}
-
 // Cell queries everything the report says about w.
 func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool) (report.Cell, error) {
 	cell := report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,

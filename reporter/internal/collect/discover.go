@@ -74,7 +74,8 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		if e, ok := ends[id]; ok && e.Value > 0 {
 			w.End, w.Ended = unix(e.Value), true
 		} else {
-			w.End = s.Time // never ended: the last time the series was seen
+			// Never ended (the loadgen died mid-cell): no trustworthy window.
+			w.End, w.Failed = w.Start, true
 		}
 		if v, ok := conc[id]; ok {
 			w.Concurrency = int(v.Value)
@@ -82,8 +83,8 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		if v, ok := rate[id]; ok {
 			w.TargetRate = v.Value
 		}
-		if v, ok := failed[id]; ok {
-			w.Failed = v.Value != 0
+		if v, ok := failed[id]; ok && v.Value != 0 {
+			w.Failed = true
 		}
 		out = append(out, w)
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -85,7 +86,25 @@ type Options struct {
 type Server struct {
 	URL string
 	cmd *exec.Cmd
-	log *bytes.Buffer
+	log *lockedBuffer
+}
+
+// lockedBuffer collects the process output while tests may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Start runs Prometheus until the test ends; it fails the test when
@@ -109,14 +128,14 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	var log bytes.Buffer
+	log := &lockedBuffer{}
 	cmd := exec.Command(Binary(t, "prometheus"), "--config.file="+cfgPath, "--storage.tsdb.path="+o.DataDir,
 		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start prometheus: %v", err)
 	}
-	s := &Server{URL: "http://" + addr, cmd: cmd, log: &log}
+	s := &Server{URL: "http://" + addr, cmd: cmd, log: log}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

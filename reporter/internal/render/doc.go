@@ -24,6 +24,7 @@ type Section struct {
 	Text    []string
 	Figures []string // figure file names under figures/
 	Tables  []Table
+	Lead    int // tables shown before the figures
 }
 
 // Table is a titled grid; Right marks numeric columns.

@@ -28,12 +28,16 @@ func HTML(w io.Writer, d Doc, figures map[string][]byte) error {
 		for _, p := range s.Text {
 			fmt.Fprintf(&b, "<p>%s</p>\n", inline(p))
 		}
+		lead := min(s.Lead, len(s.Tables))
+		for _, t := range s.Tables[:lead] {
+			htmlTable(&b, t)
+		}
 		for _, f := range s.Figures {
 			if svg, ok := figures[f]; ok {
 				fmt.Fprintf(&b, "<figure class=\"fig\" data-figure=\"%s\">\n%s\n</figure>\n", html.EscapeString(f), svg)
 			}
 		}
-		for _, t := range s.Tables {
+		for _, t := range s.Tables[lead:] {
 			htmlTable(&b, t)
 		}
 		b.WriteString("</section>\n")

@@ -19,11 +19,15 @@ func Markdown(w io.Writer, d Doc) error {
 		for _, p := range s.Text {
 			fmt.Fprintf(&b, "%s\n\n", p)
 		}
-		for _, t := range s.Tables {
+		lead := min(s.Lead, len(s.Tables))
+		for _, t := range s.Tables[:lead] {
 			mdTable(&b, t)
 		}
 		for _, f := range s.Figures {
 			fmt.Fprintf(&b, "![%s](figures/%s)\n\n", strings.TrimSuffix(f, ".svg"), f)
+		}
+		for _, t := range s.Tables[lead:] {
+			mdTable(&b, t)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

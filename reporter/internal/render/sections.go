@@ -124,7 +124,7 @@ func summarySection(r *report.Report) Section {
 	}
 	t.Notes = []string{"**Bold** marks the winner (lowest p99 among trustworthy repeats) of each origin × scenario × tier. " +
 		"≈ columns are Prometheus histogram estimates; errors = transport errors + 5xx + 4xx other than 429, over all attempts; 429 responses are counted apart."}
-	return Section{Title: "1. Summary", Tables: []Table{winnerTable(r), t}, Figures: []string{"latency.svg", "rps.svg"}}
+	return Section{Title: "1. Summary", Tables: []Table{winnerTable(r), t}, Lead: 1, Figures: []string{FigLatency, FigRPS}}
 }
 
 // winnerTable answers the reader's first two questions per origin, scenario
@@ -166,7 +166,7 @@ func winnerTable(r *report.Report) Table {
 			w := ok[0]
 			wp := w.Metrics["p99_seconds"]
 			row = append(row, Cell{Text: w.Proxy, Best: true}, txt(fmtMs(wp.Median)), txt(fmtNum(w.Metrics["rps"].Median, 0)))
-			trust, class := "✓ clear", "valid"
+			var caveats []string
 			if len(ok) > 1 {
 				ru := ok[1]
 				rp := ru.Metrics["p99_seconds"]
@@ -174,24 +174,26 @@ func winnerTable(r *report.Report) Table {
 				row = append(row, txt(ru.Proxy), txt(fmtMs(rp.Median)), txt(fmt.Sprintf("%.0f %%", margin*100)))
 				switch {
 				case margin < 0.05:
-					trust, class = "⚠ too close to call (< 5 % apart)", "suspect"
+					caveats = append(caveats, "too close to call (< 5 % apart)")
 				case w.Repeats > 1 && ru.Repeats > 1 && float64(wp.CIHigh) >= float64(rp.CILow):
-					trust, class = "⚠ 95 % CIs overlap across repeats", "suspect"
+					caveats = append(caveats, "95 % CIs overlap across repeats")
 				}
 			} else {
 				row = append(row, txt("–"), txt("–"), txt("–"))
-				trust = "✓ only trustworthy proxy"
+				caveats = append(caveats, "the only proxy with trustworthy cells")
 			}
 			if w.Valid < w.Repeats {
-				trust += fmt.Sprintf("; %d of %d repeats invalid", w.Repeats-w.Valid, w.Repeats)
-				class = "suspect"
-			}
-			if invalid > 0 {
-				trust += fmt.Sprintf("; %d other proxy(ies) invalid here", invalid)
+				caveats = append(caveats, fmt.Sprintf("%d of %d repeats invalid", w.Repeats-w.Valid, w.Repeats))
 			}
 			if suspectCells(r, w) {
-				trust += "; winner has ⚠ flags (section 5)"
-				class = "suspect"
+				caveats = append(caveats, "winner has suspect cells (section 5)")
+			}
+			trust, class := "✓ clear", "valid"
+			if len(caveats) > 0 {
+				trust, class = "⚠ "+strings.Join(caveats, "; "), "suspect"
+			}
+			if invalid > 0 {
+				trust += fmt.Sprintf(" (%d other proxy(ies) invalid here)", invalid)
 			}
 			row = append(row, Cell{Text: trust, Class: class})
 			t.Rows = append(t.Rows, row)
@@ -360,7 +362,7 @@ func repeatsTable(r *report.Report) *Table {
 }
 
 func resourceSection(r *report.Report) Section {
-	sec := Section{Title: "3. Resources over time", Figures: []string{"resources.svg"}}
+	sec := Section{Title: "3. Resources over time", Figures: []string{FigResources}}
 	soak := false
 	for _, c := range r.Cells {
 		if c.Tier == "soak" {
@@ -385,7 +387,7 @@ func resourceSection(r *report.Report) Section {
 }
 
 func gcSection(r *report.Report) Section {
-	sec := Section{Title: "4. Go GC differential", Figures: []string{"gc_pauses.svg"}}
+	sec := Section{Title: "4. Go GC differential", Figures: []string{FigGC}}
 	t := Table{Header: []string{"proxy", "origin", "scenario/tier", "duration", "GC cycles", "cycles/s", "GC CPU %", "GC share of proxy CPU", "p50 STW", "p99 STW", "max STW", "live heap", "heap slope MB/min"},
 		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, true, true}}
 	var goCells []*report.Cell

@@ -70,7 +70,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		fl = append(fl, Flag{Code: code, Severity: sev, Reason: fmt.Sprintf(format, a...)})
 	}
 	if c.Failed {
-		add(FlagFailed, Invalid, "the loadgen marked this cell failed or aborted")
+		add(FlagFailed, Invalid, "the loadgen marked this cell failed or aborted, or never published its end")
 	}
 	if !c.ServerSide {
 		if c.Requests+c.TransportErrors > 0 {

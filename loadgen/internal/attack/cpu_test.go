@@ -1,0 +1,15 @@
+package attack
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU is user+system CPU of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,349 @@
+//go:build linux
+
+package attack
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// The event loop is the closed-loop engine on Linux: one goroutine per CPU
+// owns a share of the connections, non-blocking sockets in its own epoll set
+// (edge-triggered, registered once per connection). A request costs one
+// write and one read, plus a share of one epoll_wait: after a write it waits
+// for the readable edge instead of trying a read that would find nothing,
+// as a goroutine per connection on Go's netpoller must. That is wrk's design
+// without wrk's two epoll_ctl calls per request.
+
+const evCheck = 10 * time.Millisecond // timeouts and the stop are checked this often
+
+const epollET = 1 << 31 // syscall.EPOLLET is a negative int
+
+type evState uint8
+
+const (
+	evIdle evState = iota
+	evConnecting
+	evWriting
+	evReading
+)
+
+type evConn struct {
+	fd       int // -1: no connection
+	state    evState
+	woff     int
+	buf      []byte
+	have     int
+	p        respParser
+	sent     time.Time
+	deadline time.Time
+	used     bool // carried a response: a failure before any byte may be a stale keep-alive
+	retried  bool
+	measured bool
+}
+
+type evLoop struct {
+	r        *run
+	req      *request
+	rec      *recorder
+	epfd     int
+	family   int
+	sa       syscall.Sockaddr
+	conns    []*evConn
+	busy     int
+	stopping bool
+}
+
+func evSockaddr(addr string) (int, syscall.Sockaddr, error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return 0, nil, fmt.Errorf("resolve %s: %w", addr, err)
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		sa := &syscall.SockaddrInet4{Port: ta.Port}
+		copy(sa.Addr[:], ip4)
+		return syscall.AF_INET, sa, nil
+	}
+	sa := &syscall.SockaddrInet6{Port: ta.Port}
+	copy(sa.Addr[:], ta.IP.To16())
+	return syscall.AF_INET6, sa, nil
+}
+
+const evLoopAvailable = true
+
+// launchEvLoop starts the closed-loop shards.
+func (r *run) launchEvLoop(req *request) error {
+	family, sa, err := evSockaddr(req.addr)
+	if err != nil {
+		return err
+	}
+	shards := min(runtime.GOMAXPROCS(0), r.maxWorkers)
+	loops := make([]*evLoop, shards)
+	for i := range loops {
+		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		if err != nil {
+			for _, l := range loops[:i] {
+				syscall.Close(l.epfd)
+			}
+			return fmt.Errorf("epoll: %w", err)
+		}
+		loops[i] = &evLoop{r: r, req: req, rec: r.recs[i%len(r.recs)], epfd: epfd, family: family, sa: sa}
+	}
+	for i := range r.maxWorkers {
+		l := loops[i%shards]
+		l.conns = append(l.conns, &evConn{fd: -1, buf: make([]byte, maxLine), p: respParser{head: req.head, origin: req.origin}})
+	}
+	r.workers.Store(int64(r.maxWorkers))
+	for _, l := range loops {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); l.run() }()
+	}
+	return nil
+}
+
+func (l *evLoop) run() {
+	defer syscall.Close(l.epfd)
+	events := make([]syscall.EpollEvent, 256)
+	now := l.r.a.now()
+	for i, c := range l.conns {
+		if l.shouldStop(now) {
+			break
+		}
+		l.send(i, c, now)
+	}
+	lastCheck := now
+	for l.busy > 0 {
+		n, err := syscall.EpollWait(l.epfd, events, int(evCheck/time.Millisecond))
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			l.failAll(os.NewSyscallError("epoll_wait", err))
+			break
+		}
+		for _, ev := range events[:max(n, 0)] {
+			i := int(ev.Fd)
+			l.handle(i, l.conns[i], ev.Events)
+		}
+		if now := l.r.a.now(); now.Sub(lastCheck) >= evCheck {
+			lastCheck = now
+			l.shouldStop(now)
+			for i, c := range l.conns {
+				if c.state != evIdle && now.After(c.deadline) {
+					l.fail(i, c, os.ErrDeadlineExceeded, now)
+				}
+			}
+		}
+	}
+	for _, c := range l.conns {
+		l.closeConn(c)
+	}
+}
+
+func (l *evLoop) shouldStop(now time.Time) bool {
+	if !l.stopping && (!now.Before(l.r.stop) || l.r.cancelled.Load() != 0) {
+		l.stopping = true
+	}
+	return l.stopping
+}
+
+// send starts the next request on c (connecting first if needed).
+func (l *evLoop) send(i int, c *evConn, now time.Time) {
+	c.sent = now
+	c.deadline = now.Add(l.req.timeout)
+	c.measured = !now.Before(l.r.start)
+	c.retried = false
+	if c.state == evIdle {
+		l.busy++
+		l.rec.inFlight.Add(1)
+	}
+	l.start(i, c, now)
+}
+
+// start (re)sends the current request, dialling when there is no connection.
+func (l *evLoop) start(i int, c *evConn, now time.Time) {
+	c.p.reset()
+	c.have = 0
+	c.woff = 0
+	if c.fd >= 0 {
+		c.state = evWriting
+		l.write(i, c, now)
+		return
+	}
+	fd, err := syscall.Socket(l.family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		l.fail(i, c, os.NewSyscallError("socket", err), now)
+		return
+	}
+	syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1) //nolint:errcheck // latency only
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET, Fd: int32(i)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		syscall.Close(fd)
+		l.fail(i, c, os.NewSyscallError("epoll_ctl", err), now)
+		return
+	}
+	c.fd, c.used = fd, false
+	c.state = evConnecting
+	if err := syscall.Connect(fd, l.sa); err != nil && !errors.Is(err, syscall.EINPROGRESS) {
+		l.fail(i, c, fmt.Errorf("dial: %w", os.NewSyscallError("connect", err)), now)
+	}
+}
+
+func (l *evLoop) handle(i int, c *evConn, events uint32) {
+	switch c.state {
+	case evConnecting:
+		if events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) == 0 {
+			return
+		}
+		soerr, err := syscall.GetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_ERROR)
+		if err == nil && soerr != 0 {
+			err = syscall.Errno(soerr)
+		}
+		if err != nil {
+			l.fail(i, c, fmt.Errorf("dial: %w", os.NewSyscallError("connect", err)), l.r.a.now())
+			return
+		}
+		c.state = evWriting
+		l.write(i, c, l.r.a.now())
+	case evWriting:
+		if events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+			l.write(i, c, l.r.a.now())
+		}
+	case evReading:
+		if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+			l.read(i, c)
+		}
+	}
+}
+
+func (l *evLoop) write(i int, c *evConn, now time.Time) {
+	for c.woff < len(l.req.wire) {
+		n, err := rawIO(syscall.SYS_WRITE, c.fd, l.req.wire[c.woff:])
+		if errors.Is(err, syscall.EAGAIN) {
+			return // the writable edge resumes us
+		}
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			l.fail(i, c, os.NewSyscallError("write", err), now)
+			return
+		}
+		c.woff += n
+	}
+	c.state = evReading
+}
+
+func (l *evLoop) read(i int, c *evConn) {
+	for {
+		n, err := rawIO(syscall.SYS_READ, c.fd, c.buf[c.have:])
+		switch {
+		case errors.Is(err, syscall.EAGAIN):
+			return
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			l.fail(i, c, os.NewSyscallError("read", err), l.r.a.now())
+			return
+		case n == 0:
+			done, perr := c.p.eof()
+			if done {
+				c.p.keep = false
+				l.complete(i, c)
+			} else {
+				l.fail(i, c, perr, l.r.a.now())
+			}
+			return
+		}
+		c.have += n
+		used, done, perr := c.p.feed(c.buf[:c.have])
+		if perr != nil {
+			l.fail(i, c, perr, l.r.a.now())
+			return
+		}
+		c.have = copy(c.buf, c.buf[used:c.have])
+		if done {
+			l.complete(i, c)
+			return
+		}
+	}
+}
+
+// complete records a response and sends the next request at once.
+func (l *evLoop) complete(i int, c *evConn) {
+	done := l.r.a.now()
+	l.rec.record(l.r.rm, done, done.Sub(c.sent), c.p.resp, nil, c.measured, false)
+	if !c.p.keep || l.req.closeConn {
+		l.closeConn(c)
+	} else {
+		c.used = true
+	}
+	l.next(i, c, done)
+}
+
+func (l *evLoop) fail(i int, c *evConn, err error, now time.Time) {
+	stale := c.used && !c.retried && !errors.Is(err, os.ErrDeadlineExceeded) &&
+		(errors.Is(err, errNoBytes) || (c.have == 0 && !c.p.seen &&
+			(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))))
+	l.closeConn(c)
+	if stale && now.Before(c.deadline) {
+		// The server closed an idle keep-alive connection before it saw
+		// the request: retry once on a new one, as the other client does.
+		c.retried = true
+		l.start(i, c, now)
+		return
+	}
+	l.rec.record(l.r.rm, now, now.Sub(c.sent), response{}, err, c.measured, false)
+	l.next(i, c, now)
+}
+
+func (l *evLoop) next(i int, c *evConn, now time.Time) {
+	if l.shouldStop(now) {
+		c.state = evIdle
+		l.busy--
+		l.rec.inFlight.Add(-1)
+		l.closeConn(c)
+		return
+	}
+	c.retried = false
+	c.sent = now
+	c.deadline = now.Add(l.req.timeout)
+	c.measured = !now.Before(l.r.start)
+	l.start(i, c, now)
+}
+
+func (l *evLoop) failAll(err error) {
+	now := l.r.a.now()
+	l.stopping = true
+	for i, c := range l.conns {
+		if c.state != evIdle {
+			l.fail(i, c, err, now)
+		}
+	}
+}
+
+// rawIO reads or writes a non-blocking socket without telling the scheduler
+// (RawSyscall): the call cannot block, and a goroutine that is seen in a
+// syscall on every request keeps sysmon waking every 20 µs to retake its P,
+// which on a loadgen pinned to one CPU cost more than the requests' own
+// user-space work (strace: a nanosleep per request).
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+func (l *evLoop) closeConn(c *evConn) {
+	if c.fd >= 0 {
+		syscall.Close(c.fd) // also leaves the epoll set
+		c.fd = -1
+	}
+}

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/cellmetrics"
+	"proxybench/loadgen/internal/plan"
+)
+
+// prometheusBin is the pinned Prometheus built by scripts/gobin.sh; the test
+// skips without it rather than building it (minutes).
+func prometheusBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PROXYBENCH_PROMETHEUS"); p != "" {
+		return p
+	}
+	p, _ := filepath.Abs("../../../.cache/bin/prometheus-v0.316.0")
+	if _, err := os.Stat(p); err != nil {
+		t.Skip("no Prometheus binary (scripts/gobin.sh prometheus builds it)")
+	}
+	return p
+}
+
+// TestTimingGuaranteeWithPrometheus checks the contract of design-notes
+// against a real Prometheus scraping the loadgen every second: for every
+// cell the counter difference between (start - 1 s) and (end + 1.5 s)
+// equals the manifest's exact request count, warm-up excluded, and the cell
+// window series in Prometheus are the manifest's window.
+func TestTimingGuaranteeWithPrometheus(t *testing.T) {
+	t.Parallel()
+	bin := prometheusBin(t)
+	dir := t.TempDir()
+	loadgenAddr, promAddr := freeAddr(t), freeAddr(t)
+	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms}\nscrape_configs:\n- job_name: loadgen\n  static_configs: [{targets: ['%s']}]\n", loadgenAddr)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	prom := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+promAddr, "--log.level=warn")
+	prom.Stdout, prom.Stderr = io.Discard, io.Discard
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { prom.Process.Kill(); prom.Wait() }()
+
+	reg := prometheus.NewRegistry()
+	stop, _, err := serveMetrics(loadgenAddr, reg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	waitReady(t, ctx, "http://"+promAddr+"/-/ready")
+
+	p, err := plan.Load(args(t, dir, "-tier", "2s", "-proxies", "nginx", "-origins", "fast,go", "-linger", "3s"), time.Now(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := p.Expand()
+	for i := range x.Cells {
+		x.Cells[i].Warmup = plan.Duration(time.Second) // as a >= 30 s cell would have
+	}
+	srv := map[string]*httptest.Server{"nginx": fakeProxy(t, nil)}
+	r := &Runner{Plan: x, Attacker: attack.New(attack.NewMetrics(reg)), Cells: cellmetrics.New(reg), Target: targets(srv),
+		Clock: RealClock{}, Log: testLog(t)}
+	out, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range out.Manifest.Cells {
+		if c.Status != manifest.CellOK {
+			t.Fatalf("%s %s", c.ID, c.Status)
+		}
+		sel := fmt.Sprintf(`proxybench_requests_total{job="loadgen",proxy=%q,origin=%q,scenario=%q}`, c.Proxy, c.Origin, c.Scenario)
+		before := query(t, ctx, promAddr, "sum("+sel+") or vector(0)", c.Start.Add(-time.Second))
+		after := query(t, ctx, promAddr, "sum("+sel+")", c.End.Add(1500*time.Millisecond))
+		if got := int64(after - before); got != c.Requests {
+			t.Errorf("%s: Prometheus counts %d requests in (start-1s, end+1.5s], manifest %d", c.ID, got, c.Requests)
+		}
+		win := fmt.Sprintf(`{job="loadgen",cell=%q}`, c.ID)
+		s := query(t, ctx, promAddr, "proxybench_cell_window_start_timestamp_seconds"+win, c.End.Add(1500*time.Millisecond))
+		e := query(t, ctx, promAddr, "proxybench_cell_window_end_timestamp_seconds"+win, c.End.Add(1500*time.Millisecond))
+		if math.Abs(s-seconds(c.Start)) > 1e-6 || math.Abs(e-seconds(c.End)) > 1e-6 {
+			t.Errorf("%s: window in Prometheus %f..%f, manifest %f..%f", c.ID, s, e, seconds(c.Start), seconds(c.End))
+		}
+		t.Logf("%s: %d requests, window %s, counts match", c.ID, c.Requests, c.End.Sub(c.Start))
+	}
+}
+
+func seconds(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
+
+func waitReady(t *testing.T, ctx context.Context, u string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("Prometheus not ready")
+}
+
+// query runs an instant query at ts and returns its single value.
+func query(t *testing.T, ctx context.Context, addr, q string, ts time.Time) float64 {
+	t.Helper()
+	u := fmt.Sprintf("http://%s/api/v1/query?query=%s&time=%s", addr, url.QueryEscape(q), strconv.FormatFloat(seconds(ts), 'f', 3, 64))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string
+		Error  string
+		Data   struct {
+			Result []struct{ Value [2]any }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Status != "success" || len(body.Data.Result) != 1 {
+		t.Fatalf("query %s at %s: %v %s %+v", q, ts, err, body.Error, body.Data.Result)
+	}
+	v, _ := strconv.ParseFloat(body.Data.Result[0].Value[1].(string), 64)
+	return v
+}
