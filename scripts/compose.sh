@@ -10,7 +10,4 @@ files=(-p proxybench -f compose/docker-compose.yml)
 [ -n "${CUSTOM_IMAGE:-}" ] && files+=(--profile custom)
 # Grafana needs an admin password only when it runs; keep `config`/`down` usable without one.
 export GRAFANA_ADMIN_PASSWORD=${GRAFANA_ADMIN_PASSWORD:-}
-if docker compose version >/dev/null 2>&1; then
-  exec docker compose "${files[@]}" "$@"
-fi
-exec docker-compose "${files[@]}" "$@"
+exec docker compose "${files[@]}" "$@"

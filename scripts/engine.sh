@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # engine.sh makes sure a Docker engine and a compose tool answer.
 # Idempotent: when `docker info` works and compose is found, it does nothing.
-# On a root Debian machine without an engine it installs Debian's docker.io and
-# docker-compose, then starts dockerd in the background with its log in a file.
+# On a root Debian machine without an engine it installs Debian's docker.io,
+# starts dockerd in the background with its log in a file, and installs the
+# compose v2 CLI plugin built from the Go module proxy (Debian ships only
+# compose v1, which refuses host networking next to published ports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${PROXYBENCH_STATE:-$PWD/.cache}/dockerd
@@ -10,7 +12,7 @@ mkdir -p "$LOG_DIR"
 
 say() { printf 'engine: %s\n' "$*" >&2; }
 
-have_compose() { docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; }
+have_compose() { docker compose version >/dev/null 2>&1; }
 
 if docker info >/dev/null 2>&1 && have_compose; then
   exit 0
@@ -24,7 +26,6 @@ fi
 
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
-command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from Debian (log: $LOG_DIR/apt.log)"
   export DEBIAN_FRONTEND=noninteractive
@@ -44,4 +45,12 @@ if ! docker info >/dev/null 2>&1; then
   done
   docker info >/dev/null 2>&1 || { say "dockerd did not answer within 60 s; see $LOG_DIR/dockerd.log"; tail -20 "$LOG_DIR/dockerd.log" >&2; exit 1; }
 fi
-say "docker $(docker version --format '{{.Server.Version}}') is up"
+if ! have_compose; then
+  if [ "$(id -u)" != 0 ]; then
+    say "the docker compose v2 plugin is missing; install it (https://docs.docker.com/compose/install/linux/) and rerun"; exit 1
+  fi
+  say "building the docker compose v2 plugin from the Go module proxy (once; about 6 min)"
+  bin=$(scripts/gobin.sh compose 2>"$LOG_DIR/compose-build.log") || { tail -20 "$LOG_DIR/compose-build.log" >&2; exit 1; }
+  install -D -m 0755 "$bin" /usr/local/lib/docker/cli-plugins/docker-compose
+fi
+say "docker $(docker version --format '{{.Server.Version}}') and $(docker compose version --short 2>/dev/null | sed 's/^/compose /') are up"

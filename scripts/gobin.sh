@@ -11,8 +11,9 @@ PROMETHEUS_VERSION=v0.316.0   # Prometheus 3.16
 CADDY_VERSION=v2.11.9
 TRAEFIK_VERSION=v3.6.12       # v3.7 needs modules the proxy refuses (DESIGN §4)
 VEGETA_VERSION=v12.13.0
+COMPOSE_VERSION=v2.40.3     # the docker compose CLI plugin (DESIGN §4)
 
-name=${1:?usage: gobin.sh prometheus|promtool|caddy|traefik|vegeta}
+name=${1:?usage: gobin.sh prometheus|promtool|caddy|traefik|vegeta|compose}
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local GOWORK=off
 ldflags="-s -w"
 
@@ -32,14 +33,19 @@ case $name in
       build_in_moddir github.com/prometheus/prometheus "$ver" ./cmd/$name "$out" "$pv"; } ;;
   caddy)
     ver=$CADDY_VERSION; out=$BIN/caddy-$ver
-    [ -x "$out" ] || build_in_moddir github.com/caddyserver/caddy/v2 "$ver" ./cmd/caddy "$out" ;;
+    [ -x "$out" ] || build_in_moddir github.com/caddyserver/caddy/v2 "$ver" ./cmd/caddy "$out" \
+      "-X github.com/caddyserver/caddy/v2.CustomVersion=$ver" ;;
   traefik)
     ver=$TRAEFIK_VERSION; out=$BIN/traefik-$ver
     [ -x "$out" ] || build_in_moddir github.com/traefik/traefik/v3 "$ver" ./cmd/traefik "$out" \
       "-X github.com/traefik/traefik/v3/pkg/version.Version=${ver#v} -X github.com/traefik/traefik/v3/pkg/version.Codename=proxybench" ;;
+  compose)
+    ver=$COMPOSE_VERSION; out=$BIN/docker-compose-$ver
+    [ -x "$out" ] || build_in_moddir github.com/docker/compose/v2 "$ver" ./cmd "$out" \
+      "-X github.com/docker/compose/v2/internal.Version=$ver" ;;
   vegeta)
     ver=$VEGETA_VERSION; out=$BIN/vegeta-$ver
     [ -x "$out" ] || build_in_moddir github.com/tsenart/vegeta/v12 "$ver" . "$out" ;;
-  *) echo "gobin: unknown program '$name' (want prometheus, promtool, caddy, traefik or vegeta)" >&2; exit 2 ;;
+  *) echo "gobin: unknown program '$name' (want prometheus, promtool, caddy, traefik, vegeta or compose)" >&2; exit 2 ;;
 esac
 echo "$out"

@@ -68,12 +68,12 @@ done
   if [ "$offline" = 1 ]; then
     for p in traefik caddy prometheus; do
       bin=$(scripts/gobin.sh "$p")
-      ver=${bin##*-}
+      tag=proxybench/$p:${bin##*-}-$(hash_of "$bin")
       case $p in
-        prometheus) scratch_image "proxybench/prometheus:$ver" "$bin" /bin/prometheus '["/bin/prometheus"]' ;;
-        *) scratch_image "proxybench/$p:$ver" "$bin" "/usr/local/bin/$p" ;;
+        prometheus) scratch_image "$tag" "$bin" /bin/prometheus '["/bin/prometheus"]' ;;
+        *) scratch_image "$tag" "$bin" "/usr/local/bin/$p" ;;
       esac
-      echo "$(echo "$p" | tr a-z A-Z)_IMAGE=proxybench/$p:$ver"
+      echo "$(echo "$p" | tr a-z A-Z)_IMAGE=$tag"
     done
     wait "$base_pid" || { cat "$base_log" >&2; exit 1; }
     base=$(tail -1 "$base_log")

@@ -46,6 +46,9 @@ for t in $TOOLS; do
   esac
 done
 [ -x /usr/bin/time ] || need /usr/bin/time time
+need bc bc
+need curl curl
+need taskset util-linux
 
 echo "perf: building loadgen" >&2
 go build -o "$tmp/loadgen" ./loadgen

@@ -22,8 +22,9 @@ wait_healthy() {
     bad=$(docker ps -a --filter label=com.docker.compose.project=proxybench --format '{{.Names}} {{.Status}}' |
       grep -v '(healthy)' || true)
     [ -z "$bad" ] && return 0
-    if [ $SECONDS -ge $deadline ]; then
-      say "not healthy after ${WAIT_SECONDS:-120}s:"; echo "$bad" >&2
+    # A container that exited will not become healthy: say so now.
+    if [ $SECONDS -ge $deadline ] || echo "$bad" | grep -q ' Exited '; then
+      say "not healthy (waited $((SECONDS - deadline + ${WAIT_SECONDS:-120})) s):"; echo "$bad" >&2
       for c in $(echo "$bad" | awk '{print $1}'); do say "--- logs of $c"; docker logs --tail 20 "$c" 2>&1 | sed 's/^/  /' >&2; done
       return 1
     fi
@@ -35,6 +36,9 @@ case ${1:-} in
   up)
     scripts/engine.sh
     scripts/images.sh
+    if [[ " $(services) " == *" grafana "* ]] && [ -z "${GRAFANA_ADMIN_PASSWORD:-}" ]; then
+      say "Grafana needs an admin password: set GRAFANA_ADMIN_PASSWORD (anonymous viewers get read-only access)"; exit 2
+    fi
     grep -q '^OFFLINE=1' compose/images.env && say "offline: Grafana has no local image; the stack runs without it (dashboards are checked against Prometheus)"
     # shellcheck disable=SC2046
     scripts/compose.sh up -d --no-build $(services) >&2

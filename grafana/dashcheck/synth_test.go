@@ -100,7 +100,22 @@ scrape_configs:
 	// Two cells of 8 s with a 3 s settle run inside synthesize; give the
 	// rules' 5 s windows time to fill behind them.
 	time.Sleep(30 * time.Second)
-	CheckLive(t, Prom{Base: base, Client: &http.Client{Timeout: 10 * time.Second}}, "../dashboards", rulesGlob, 2*time.Minute, nil)
+	p := Prom{Base: base, Client: &http.Client{Timeout: 10 * time.Second}}
+	CheckLive(t, p, "../dashboards", rulesGlob, 2*time.Minute, nil)
+
+	// The same client must see "nothing" and "broken" for what they are,
+	// or the check above could pass on an empty Prometheus.
+	end := time.Now()
+	if r, err := p.Range(ctx, "proxybench_no_such_series", end.Add(-time.Minute), end, time.Second); err != nil || r.Samples != 0 {
+		t.Errorf("absent series: %d samples, %v; want 0 samples and no error", r.Samples, err)
+	}
+	if _, err := p.Range(ctx, "rate(proxybench_requests_total)", end.Add(-time.Minute), end, time.Second); err == nil {
+		t.Error("a query Prometheus rejects did not return an error")
+	}
+	// Native histogram samples come back under "histograms", not "values".
+	if r, err := p.Range(ctx, "proxy_origin_scenario:proxybench_request_duration_seconds:rate5s", end.Add(-2*time.Minute), end, time.Second); err != nil || r.Samples == 0 {
+		t.Errorf("native histogram range query: %+v, %v; want histogram samples", r, err)
+	}
 }
 
 func freeAddr(t *testing.T) string {

@@ -44,6 +44,9 @@ type Config struct {
 	CgroupPrefixes []string
 	// Refresh bounds how often an unknown cgroup makes us ask Docker again.
 	Refresh time.Duration
+	// SpecEvery is how often the container list and specs (limits) are
+	// re-read; a new container is exported at most this late.
+	SpecEvery time.Duration
 }
 
 // DefaultConfig is what the exporter runs with.
@@ -52,6 +55,7 @@ var DefaultConfig = Config{
 	Housekeeping:   time.Second,
 	CgroupPrefixes: []string{"/docker/", "/system.slice/docker-"},
 	Refresh:        time.Second,
+	SpecEvery:      5 * time.Second,
 }
 
 // included are the cAdvisor metric groups exported: CPU and memory.
@@ -73,7 +77,8 @@ type Stats struct {
 func Start(ctx context.Context, cfg Config, docker Lister, reg prometheus.Registerer, log *slog.Logger) (*Stats, error) {
 	klog.SetSlogLogger(log.With("component", "cadvisor"))
 	hk, dynamic := cfg.Housekeeping, false
-	m, err := manager.New(memory.New(3*cfg.Housekeeping+time.Second, nil), sysfs.NewRealSysFs(),
+	cache := memory.New(3*cfg.Housekeeping+time.Second, nil)
+	m, err := manager.New(cache, sysfs.NewRealSysFs(),
 		manager.HousekeepingConfig{Interval: &hk, AllowDynamic: &dynamic},
 		included, cfg.CgroupPrefixes, nil, "", 0)
 	if err != nil {
@@ -82,7 +87,7 @@ func Start(ctx context.Context, cfg Config, docker Lister, reg prometheus.Regist
 	if err := m.Start(); err != nil {
 		return nil, fmt.Errorf("start cadvisor manager: %w", err)
 	}
-	p := &provider{m: m, names: newNames(ctx, docker, cfg.Project, cfg.Refresh)}
+	p := &provider{m: m, cache: cache, names: newNames(ctx, docker, cfg.Project, cfg.Refresh), specEvery: cfg.SpecEvery}
 	reg.MustRegister(metrics.NewPrometheusCollector(p, labels, included, clock.RealClock{},
 		info.RequestOptions{IdType: "name", Count: 1, Recursive: true}))
 	return &Stats{m: m}, nil
@@ -105,16 +110,49 @@ func labels(ci *info.ContainerInfo) map[string]string {
 
 // provider serves cAdvisor's collector only the project's containers,
 // named through Docker.
+//
+// The manager's own GetRequestedContainersInfo re-reads every container's
+// spec and lists its sub-cgroups on every call, which at a 1 s scrape was
+// most of the exporter's idle CPU. So the container list and specs are
+// refreshed every specEvery (cAdvisor itself refreshes specs every 5 s) and
+// each scrape takes only the latest housekeeping sample from the cache.
 type provider struct {
-	m     manager.Manager
-	names *names
+	m         manager.Manager
+	cache     *memory.InMemoryCache
+	names     *names
+	specEvery time.Duration
+
+	mu      sync.Mutex
+	infos   map[string]*info.ContainerInfo // by cgroup name, Stats unset
+	fetched time.Time
 }
 
 func (p *provider) GetRequestedContainersInfo(name string, opts info.RequestOptions) (map[string]*info.ContainerInfo, error) {
-	all, err := p.m.GetRequestedContainersInfo(name, opts)
-	if err != nil && len(all) == 0 {
-		return nil, err
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.infos == nil || time.Since(p.fetched) >= p.specEvery {
+		all, err := p.m.GetRequestedContainersInfo(name, opts)
+		if err != nil && len(all) == 0 {
+			return nil, err
+		}
+		p.infos = p.project(all)
+		p.fetched = time.Now()
 	}
+	out := make(map[string]*info.ContainerInfo, len(p.infos))
+	for cg, ci := range p.infos {
+		stats, err := p.cache.RecentStats(cg, time.Time{}, time.Time{}, opts.Count)
+		if err != nil || len(stats) == 0 {
+			continue // gone, or not housekept yet
+		}
+		cp := *ci
+		cp.Stats = stats
+		out[cg] = &cp
+	}
+	return out, nil
+}
+
+// project keeps the project's containers and names them.
+func (p *provider) project(all map[string]*info.ContainerInfo) map[string]*info.ContainerInfo {
 	out := make(map[string]*info.ContainerInfo, len(all))
 	for cg, ci := range all {
 		id := CgroupContainerID(cg)
@@ -128,9 +166,10 @@ func (p *provider) GetRequestedContainersInfo(name string, opts info.RequestOpti
 		cp := *ci
 		cp.Aliases = []string{ctr.Name, ctr.Service}
 		cp.Spec.Image = ctr.Image
+		cp.Stats = nil
 		out[cg] = &cp
 	}
-	return out, nil
+	return out
 }
 
 func (p *provider) GetVersionInfo() (*info.VersionInfo, error) { return p.m.GetVersionInfo() }

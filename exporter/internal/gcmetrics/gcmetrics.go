@@ -5,6 +5,7 @@
 package gcmetrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,12 @@ type Metrics struct {
 	pause                                        *prometheus.HistogramVec
 	fraction, heapStart, heapEnd, heapLive, goal *prometheus.GaugeVec
 	procs, last                                  *prometheus.GaugeVec
+
+	// refs counts the live sources per label set: compose recreates a
+	// container (new id, same name) before removing the old one, and the
+	// old one's Delete must not drop the new one's series.
+	mu   sync.Mutex
+	refs map[[2]string]int
 }
 
 // New registers the gctrace series with reg.
@@ -53,6 +60,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		goal:        gauge("proxybench_gc_heap_goal_bytes", "Heap goal of the last GC cycle."),
 		procs:       gauge("proxybench_gc_gomaxprocs", "GOMAXPROCS as reported by the last GC cycle."),
 		last:        gauge("proxybench_gc_last_cycle_timestamp_seconds", "When the last GC cycle's line was logged, Unix time."),
+		refs:        map[[2]string]int{},
 	}
 	m.pause = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:                            "proxybench_gc_pause_seconds",
@@ -79,12 +87,16 @@ type Source struct {
 	gauges     [7]prometheus.Gauge
 	lastN      uint64
 	nextForced bool
+	restarted  bool // a new process is known to follow
 	c          gctrace.Cycle
 }
 
 // Source returns the recorder for one container; its counters start at 0
 // so rate() sees the first cycles.
 func (m *Metrics) Source(container, service string) *Source {
+	m.mu.Lock()
+	m.refs[[2]string{container, service}]++
+	m.mu.Unlock()
 	lv := []string{container, service}
 	s := &Source{
 		m: m, lv: lv,
@@ -101,8 +113,16 @@ func (m *Metrics) Source(container, service string) *Source {
 	return s
 }
 
-// Delete drops every series of the source (its container is gone).
+// Delete drops every series of the source (its container is gone) unless
+// another live source has the same labels.
 func (s *Source) Delete() {
+	m, key := s.m, [2]string{s.lv[0], s.lv[1]}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refs[key]--; m.refs[key] > 0 {
+		return
+	}
+	delete(m.refs, key)
 	for _, v := range []*prometheus.MetricVec{s.m.cycles.MetricVec, s.m.forced.MetricVec, s.m.mark.MetricVec, s.m.cpu.MetricVec,
 		s.m.parseErrors.MetricVec, s.m.pause.MetricVec, s.m.fraction.MetricVec, s.m.heapStart.MetricVec, s.m.heapEnd.MetricVec,
 		s.m.heapLive.MetricVec, s.m.goal.MetricVec, s.m.procs.MetricVec, s.m.last.MetricVec} {
@@ -110,10 +130,12 @@ func (s *Source) Delete() {
 	}
 }
 
-// Reset says a new process started: its cycle numbers start again at 1.
+// Reset says the program was restarted: a new process's cycle numbers
+// start again at 1. Lines of the old process may still follow (a log is
+// read in order but restarts are noticed out of band), so numbering is
+// restarted at the first cycle number that does not exceed the last one.
 func (s *Source) Reset() {
-	s.lastN = 0
-	s.nextForced = false
+	s.restarted = true
 }
 
 // LastCycle is the highest cycle number seen from the current process.
@@ -122,9 +144,10 @@ func (s *Source) LastCycle() uint64 { return s.lastN }
 // Line records one line of output logged at ts.
 //
 // Cycles are counted by number: a cycle number above the last one adds the
-// difference (a lost line still counts), the same number again is a
-// duplicate and adds nothing, and a lower number means the process was
-// restarted without Reset being called, so counting starts over.
+// difference (a lost line still counts). Within one process numbers only
+// grow, so a number at or below the last one is either the same line again
+// (not counted) or, after Reset or when it is lower, the first cycle of a
+// new process, counted from zero.
 func (s *Source) Line(ts time.Time, line []byte) {
 	kind, err := gctrace.Parse(line, &s.c)
 	switch kind {
@@ -139,11 +162,11 @@ func (s *Source) Line(ts time.Time, line []byte) {
 	if err != nil {
 		s.parseErrs.Inc()
 	}
-	switch {
-	case c.N == s.lastN:
-		return
-	case c.N < s.lastN:
-		s.Reset()
+	if c.N <= s.lastN {
+		if c.N == s.lastN && !s.restarted {
+			return
+		}
+		s.lastN, s.restarted = 0, false
 	}
 	s.cycles.Add(float64(c.N - s.lastN))
 	s.lastN = c.N

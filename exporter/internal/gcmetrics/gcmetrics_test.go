@@ -32,7 +32,8 @@ func TestSourceCountsByCycleNumber(t *testing.T) {
 		{name: "lost line counted by the jump", lines: []string{line1, line2, line5}, resetBefore: -1, cycles: 5, forced: 1, pauses: 3},
 		{name: "GC forced marks the next cycle", lines: []string{line5, "scav 0 KiB work", "GC forced", "other output", line6}, resetBefore: -1, cycles: 6, forced: 2, pauses: 2},
 		{name: "restart noticed by lower number", lines: []string{line1, line2, line1, line2}, resetBefore: -1, cycles: 4, pauses: 4},
-		{name: "Reset restarts numbering", lines: []string{line1, line2, line2}, resetBefore: 2, cycles: 4, pauses: 3},
+		{name: "after Reset the same number is a new process", lines: []string{line1, line2, line2}, resetBefore: 2, cycles: 4, pauses: 3},
+		{name: "after Reset late lines of the old process still count", lines: []string{line1, line2, line5, line1}, resetBefore: 2, cycles: 6, forced: 1, pauses: 4},
 		{name: "first line of a late reader counts the whole process", lines: []string{line5}, resetBefore: -1, cycles: 5, forced: 1, pauses: 1},
 		{name: "other output only", lines: []string{"hello", "", "scav 1 KiB"}, resetBefore: -1},
 	} {
@@ -112,8 +113,32 @@ proxybench_gc_gomaxprocs{container="proxybench-traefik",service="traefik"} 2
 	if got, want := testutil.ToFloat64(m.cpu), 3.66e-3; got < want-1e-12 || got > want+1e-12 {
 		t.Errorf("cpu seconds = %v, want %v", got, want)
 	}
+	// Compose recreates: the new container (same name) starts before the
+	// old one is removed; removing the old one keeps the new one's series.
+	recreated := m.Source("proxybench-traefik", "traefik")
 	s.Delete()
+	recreated.Line(time.Unix(102, 0), []byte(line1))
+	if got := testutil.ToFloat64(m.cycles); got != 3 {
+		t.Errorf("after the old source's Delete, cycles = %v, want 3 (2 + the new process's 1)", got)
+	}
+	recreated.Delete()
 	if n := testutil.CollectAndCount(m.cycles); n != 0 {
-		t.Errorf("after Delete %d cycle series remain", n)
+		t.Errorf("after the last Delete %d cycle series remain", n)
+	}
+}
+
+// TestLint runs client_golang's promlint (the checks of promtool check
+// metrics) over every series the package exposes.
+func TestLint(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	m := New(reg)
+	m.Source("proxybench-caddy", "caddy").Line(time.Unix(1, 0), []byte(line5))
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }

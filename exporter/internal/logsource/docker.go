@@ -107,22 +107,16 @@ func (d *Docker) Run(ctx context.Context) error {
 // reconnects so nothing is read twice or skipped.
 type stream struct {
 	sink Sink
-	// start names the process being counted (container StartedAt).
+	// start names the newest process seen (container StartedAt).
 	start time.Time
-	// A restart seen by inspect: lines logged after boundary (the previous
-	// process's FinishedAt) belong to the process started at nextStart.
-	pending   bool
-	boundary  time.Time
-	nextStart time.Time
 	// last is the newest line timestamp handled and atLast how many lines
 	// carried exactly it; a reconnect asks for lines since last (the engine
 	// includes last) and skips the first atLast of them.
-	last          time.Time
-	atLast        int
-	skip          int
-	out, err      splitter
-	ts            time.Time
-	badTimestamps int
+	last     time.Time
+	atLast   int
+	skip     int
+	out, err splitter
+	ts       time.Time
 }
 
 // follow reads one container's log until ctx ends or it is removed.
@@ -151,26 +145,32 @@ func (d *Docker) follow(ctx context.Context, id string) {
 			// line): the current process's lines from its very first.
 			st = &stream{sink: d.Open(cur), start: cur.StartedAt, last: cur.FinishedAt}
 			d.Log.Info("following gctrace", "container", cur.Name, "service", cur.Service, "started", cur.StartedAt)
-		} else if !cur.StartedAt.Equal(st.start) && !cur.StartedAt.Equal(st.nextStart) {
-			st.pending, st.boundary, st.nextStart = true, cur.FinishedAt, cur.StartedAt
-			d.Log.Info("container restarted", "container", cur.Name, "started", cur.StartedAt)
+		} else if !cur.StartedAt.Equal(st.start) {
+			// Its lines follow the old process's in the log, but the
+			// engine's timestamps cannot say where one ends: the old
+			// process's last lines were seen stamped after its FinishedAt.
+			// The sink tells them apart by GC cycle number.
+			if !st.start.IsZero() { // not merely the first start of a created container
+				st.sink.Reset()
+				d.Log.Info("container restarted", "container", cur.Name, "started", cur.StartedAt)
+			}
+			st.start = cur.StartedAt
 		}
-		rc, err := d.Engine.Logs(ctx, id, st.last, true)
-		if err != nil {
-			sleep(ctx, bo.next())
-			continue
-		}
-		st.skip = st.atLast
-		err = d.read(rc, cur.Tty, st)
-		rc.Close()
-		if err != nil && ctx.Err() == nil {
+		if err := d.stream(ctx, id, cur, st); err != nil && ctx.Err() == nil {
 			d.Log.Warn("log stream broke, reconnecting", "container", cur.Name, "err", err)
 			sleep(ctx, bo.next())
 			continue
 		}
-		// The stream ended: the container stopped (or the engine went
-		// away). Wait for it to run a new process before reading on.
-		for ctx.Err() == nil {
+		// The process ended (or the engine went away). A follow stream can
+		// end before the engine has written the process's last lines to
+		// the log, so read on without following a few times in the first
+		// seconds, then only wait for a new process.
+		for i := 0; ctx.Err() == nil; i++ {
+			if i == 0 || i == 1 || i == 3 {
+				if err := d.catchUp(ctx, id, cur, st); err != nil && ctx.Err() == nil {
+					d.Log.Debug("log catch-up failed", "container", cur.Name, "err", err)
+				}
+			}
 			now, err := d.Engine.Inspect(ctx, id)
 			if dockerx.IsNotFound(err) {
 				return
@@ -181,6 +181,58 @@ func (d *Docker) follow(ctx context.Context, id string) {
 			sleep(ctx, time.Second)
 		}
 	}
+}
+
+// stream follows the log of the running process from st.last until the
+// process ends. A watchdog ends a follow the engine keeps open after the
+// container stopped or was removed (seen on Docker 20.10).
+func (d *Docker) stream(ctx context.Context, id string, cur dockerx.Container, st *stream) error {
+	if !cur.Running {
+		return nil
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			sleep(sctx, 2*time.Second)
+			if sctx.Err() != nil {
+				return
+			}
+			now, err := d.Engine.Inspect(sctx, id)
+			if dockerx.IsNotFound(err) || err == nil && (!now.Running || !now.StartedAt.Equal(cur.StartedAt)) {
+				cancel()
+				return
+			}
+		}
+	}()
+	rc, err := d.Engine.Logs(sctx, id, st.last, true)
+	if err != nil {
+		if sctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	defer rc.Close()
+	st.skip = st.atLast
+	err = d.read(rc, cur.Tty, st)
+	if sctx.Err() != nil && ctx.Err() == nil {
+		return nil // the watchdog's doing: the process ended
+	}
+	return err
+}
+
+// catchUp reads whatever the log holds after st.last, without following.
+func (d *Docker) catchUp(ctx context.Context, id string, cur dockerx.Container, st *stream) error {
+	rc, err := d.Engine.Logs(ctx, id, st.last, false)
+	if dockerx.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	st.skip = st.atLast
+	return d.read(rc, cur.Tty, st)
 }
 
 // read handles one log stream to its end.
@@ -217,12 +269,10 @@ func (d *Docker) read(r io.Reader, tty bool, st *stream) error {
 func (st *stream) message(p []byte, sp *splitter) {
 	sep := bytes.IndexByte(p, ' ')
 	if sep < 0 {
-		st.badTimestamps++
-		return
+		return // not from a Timestamps stream: nothing to place it by
 	}
 	ts, err := time.Parse(time.RFC3339Nano, string(p[:sep]))
 	if err != nil {
-		st.badTimestamps++
 		return
 	}
 	switch {
@@ -236,11 +286,6 @@ func (st *stream) message(p []byte, sp *splitter) {
 		st.atLast++
 	default:
 		st.last, st.atLast = ts, 1
-	}
-	if st.pending && ts.After(st.boundary) {
-		st.pending, st.start, st.nextStart = false, st.nextStart, time.Time{}
-		st.out.buf, st.err.buf = st.out.buf[:0], st.err.buf[:0]
-		st.sink.Reset()
 	}
 	st.ts = ts
 	text := p[sep+1:]

@@ -15,6 +15,8 @@ type Sink interface {
 	// valid during the call.
 	Line(ts time.Time, line []byte)
 	// Reset says a new process started (its GC cycle numbers restart).
+	// Lines of the old process may still arrive after it: a source knows a
+	// restart happened, not exactly where in the log.
 	Reset()
 }
 

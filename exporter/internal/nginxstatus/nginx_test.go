@@ -138,3 +138,16 @@ func TestRealNginx(t *testing.T) {
 		t.Errorf("status %+v after 13 requests", s)
 	}
 }
+
+func TestLint(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(New("http://127.0.0.1:1/stub_status", http.DefaultClient, time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}

@@ -70,6 +70,7 @@ type run struct {
 	maxWorkers int
 	workers    atomic.Int64
 	next       atomic.Uint64 // open loop: next request number to claim
+	idle       atomic.Int64  // open loop: workers waiting for their request's due time
 	wg         sync.WaitGroup
 	cancelled  atomic.Int64 // offset from t0 at which ctx ended, 0 = not
 }
@@ -94,14 +95,15 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	monWG.Add(1)
 	go func() { defer monWG.Done(); r.monitor(ctx, done, progress) }()
 
-	if err := r.launch(ctx); err != nil {
-		return nil, err
-	}
+	err = r.launch(ctx)
 	r.wg.Wait()
 	close(done)
 	monWG.Wait()
 	r.rm.targetRate.Set(0)
 	r.rm.inFlight.Set(0)
+	if err != nil {
+		return nil, err
+	}
 
 	res := r.result()
 	if ctx.Err() != nil {
@@ -245,12 +247,18 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 }
 
 // openWorker claims request numbers in order and sends each at its due
-// time. A request claimed after its due time waited for a free worker: its
-// latency counts from the due time (coordinated omission corrected) and
-// another worker is started if the in-flight limit allows.
+// time. The pool grows so that a worker is always waiting for the next due
+// request: whenever one sends while no other is waiting, it starts another
+// (up to Spec.Concurrency), which connects before it claims its first
+// request. Only when the limit is reached does a request wait for a worker;
+// then it was claimed after its due time and its latency counts from the due
+// time (coordinated omission corrected).
 func (r *run) openWorker(ctx context.Context, id int) {
 	d := r.newDoer()
 	defer d.close()
+	if c, ok := d.(interface{ connect(time.Time) error }); ok {
+		c.connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it
+	}
 	rec := r.recs[id%len(r.recs)]
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -264,18 +272,22 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		now := r.a.now()
 		from := due
 		if wait := due.Sub(now); wait > 0 {
+			r.idle.Add(1)
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
+				r.idle.Add(-1)
 				return
 			case <-timer.C:
 			}
+			r.idle.Add(-1)
 			// This worker was idle at the due time: any delay past it is
 			// the loadgen's timer waking late (reported as lag), not the
 			// target holding us back, so latency starts at the actual send.
 			now = r.a.now()
 			from = now
-		} else if wait < 0 {
+		}
+		if r.idle.Load() == 0 {
 			r.spawn(ctx, r.openWorker)
 		}
 		r.rm.sent.Inc()

@@ -62,6 +62,9 @@ func buildRequest(s *Spec) (*request, error) {
 	if method == "" {
 		method = "GET"
 	}
+	if h := s.Header.Get("Host"); h != "" {
+		host = h // virtual hosting: the connection still goes to the URL's address
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, host)
 	hasUA := false
@@ -121,6 +124,32 @@ func (l *leanConn) close() {
 	}
 }
 
+// connect dials ahead of the first request (open-loop workers joining the
+// pool): a no-op when connected.
+func (l *leanConn) connect(deadline time.Time) error {
+	if l.c != nil {
+		return nil
+	}
+	l.dialer.Deadline = deadline
+	c, err := l.dialer.Dial("tcp", l.req.addr)
+	if err != nil {
+		return err
+	}
+	l.attach(c)
+	return nil
+}
+
+func (l *leanConn) attach(c net.Conn) {
+	l.c = c
+	l.used = false
+	l.dl = time.Time{}
+	if l.br == nil {
+		l.br = newBufReader(c)
+	} else {
+		l.br.Reset(c)
+	}
+}
+
 func (l *leanConn) do(deadline time.Time) (response, error) {
 	resp, err, stale := l.try(deadline)
 	if stale && time.Now().Before(deadline) {
@@ -138,14 +167,7 @@ func (l *leanConn) try(deadline time.Time) (resp response, err error, stale bool
 		if err != nil {
 			return resp, fmt.Errorf("dial: %w", err), false
 		}
-		l.c = c
-		l.used = false
-		l.dl = time.Time{}
-		if l.br == nil {
-			l.br = newBufReader(c)
-		} else {
-			l.br.Reset(c)
-		}
+		l.attach(c)
 	}
 	// Moving the deadline costs a runtime timer update; move it only when it
 	// would be more than 1 % of the timeout early, so the effective timeout

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -57,6 +56,10 @@ var framingCases = []framingCase{
 		w.WriteHeader(200)
 		w.Write([]byte("after early hints"))
 	}, 200, 17, true, false},
+	{"10 kB header line", "GET", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", big[:10_000])
+		w.Write([]byte("small body"))
+	}, 200, 10, true, false},
 	{"status 503", "GET", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "busy", 503) }, 503, 5, true, false},
 	{"POST body", "POST", func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }, 200, 7, true, false},
 }
@@ -68,13 +71,8 @@ func TestLeanClientFraming(t *testing.T) {
 	for _, tc := range framingCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var conns atomic.Int64
 			srv := newCounted(t, tc.h)
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
+			conns := &srv.conns
 			req, err := buildRequest(&Spec{URL: srv.URL + "/x?y=1", Method: tc.method, Body: []byte("payload"),
 				NewConnPerRequest: tc.newConnRq})
 			if err != nil {
@@ -118,13 +116,8 @@ func TestEventLoopFraming(t *testing.T) {
 	for _, tc := range framingCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var conns atomic.Int64
 			srv := newCounted(t, tc.h)
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
+			conns := &srv.conns
 			a, _ := newAttacker(t)
 			s := Spec{URL: srv.URL + "/x?y=1", Method: tc.method, Mode: Closed, Concurrency: 2, Duration: 200 * time.Millisecond,
 				NewConnPerRequest: tc.newConnRq}
@@ -138,7 +131,7 @@ func TestEventLoopFraming(t *testing.T) {
 			if res.Requests != srv.handled.Load() {
 				t.Errorf("requests %d, server handled %d", res.Requests, srv.handled.Load())
 			}
-			if tc.reuse && conns.Load() != 2 {
+			if tc.reuse && (conns.Load() < 1 || conns.Load() > 2) {
 				t.Errorf("%d connections for 2 keep-alive workers", conns.Load())
 			}
 			if !tc.reuse && conns.Load() != res.Requests {
@@ -367,8 +360,12 @@ func TestErrorReasons(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				a, _ := newAttacker(t, opts...)
+				timeout := 3 * time.Second // a busy machine must not turn other failures into timeouts
+				if tc.reason == "timeout" {
+					timeout = 200 * time.Millisecond
+				}
 				res, err := a.Run(context.Background(), Spec{URL: tc.url(t), Mode: Closed, Concurrency: 1,
-					Duration: 300 * time.Millisecond, Timeout: 200 * time.Millisecond}, nil)
+					Duration: 300 * time.Millisecond, Timeout: timeout}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

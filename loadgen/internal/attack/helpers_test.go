@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -12,18 +13,26 @@ import (
 )
 
 // counted is a real HTTP server that counts the requests it handled.
+// It also counts the connections it accepted.
 type counted struct {
 	*httptest.Server
 	handled atomic.Int64
+	conns   atomic.Int64
 }
 
 func newCounted(t testing.TB, h http.HandlerFunc) *counted {
 	t.Helper()
 	c := &counted{}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h(w, r)
 		c.handled.Add(1)
 	}))
+	c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			c.conns.Add(1)
+		}
+	}
+	c.Start()
 	t.Cleanup(c.Close)
 	return c
 }

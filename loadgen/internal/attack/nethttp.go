@@ -53,6 +53,9 @@ func (d *stdDoer) do(deadline time.Time) (response, error) {
 	for k, vs := range d.spec.Header {
 		req.Header[k] = vs
 	}
+	if h := req.Header.Get("Host"); h != "" {
+		req.Host = h
+	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "proxybench-loadgen")
 	}

@@ -7,13 +7,10 @@
 package attack
 
 import (
-	"context"
 	"net/http"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"proxybench/internal/manifest"
 )
 
 // Labels are the bounded traffic labels every loadgen series carries.
@@ -107,8 +104,3 @@ type KneeStep struct {
 	Held   bool
 	Why    string // why it broke, empty when it held
 }
-
-var (
-	_ = context.Background
-	_ = manifest.SchemaVersion
-)

@@ -46,7 +46,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	s := &o.spec
 	fs.StringVar(&s.URL, "url", "", "target URL (required), e.g. http://127.0.0.1:8882/fast/")
-	fs.IntVar(&s.Concurrency, "c", 50, "closed loop: connections (workers); open loop: max requests in flight (0 = 10000)")
+	fs.IntVar(&s.Concurrency, "c", 50, "closed loop: connections (workers); open loop: max requests in flight (default there 10000)")
 	fs.Float64Var(&s.Rate, "rate", 0, "open loop: requests per second (implies -mode open)")
 	fs.DurationVar(&s.Duration, "d", 10*time.Second, "measured duration (after warm-up)")
 	fs.DurationVar(&s.Warmup, "warmup", 0, "traffic before the measured window, excluded from the summary")
@@ -81,6 +81,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: every option is a flag (loadgen attack -h)", fs.Arg(0))
 	}
+	cSet := false
+	fs.Visit(func(f *flag.Flag) { cSet = cSet || f.Name == "c" })
 	s.Header = o.headers.h
 	if o.bodyFile != "" {
 		b, err := os.ReadFile(o.bodyFile)
@@ -98,6 +100,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		s.Mode = attack.Open
 	default:
 		s.Mode = attack.Closed
+	}
+	if !cSet && (s.Mode == attack.Open || s.Mode == attack.Stages && s.StageKind == attack.StageRate || o.knee) {
+		s.Concurrency = attack.DefaultMaxInFlight // an in-flight cap, not a pool size
 	}
 	if o.stages != "" {
 		st, err := ParseStages(o.stages)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"proxybench/loadgen/internal/attack"
 )
@@ -131,12 +132,11 @@ func TestAttackJSON(t *testing.T) {
 			"-expect-origin", "fast", "-json", "-quiet", "-metrics-addr", addr, "-linger", "2s",
 			"-proxy", "nginx", "-origin", "fast", "-scenario", "simple"}, &out, &errb, discard())
 	}()
+	// Scrape until the final values are there (during -linger).
+	final := []byte(`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} 100`)
 	var scrape []byte
-	for i := 0; i < 100 && scrape == nil; i++ {
+	for i := 0; i < 100 && !bytes.Contains(scrape, final); i++ {
 		time.Sleep(50 * time.Millisecond)
-		if out.Len() == 0 {
-			continue // scrape after the attack, during -linger
-		}
 		res, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			continue
@@ -169,8 +169,15 @@ func TestAttackJSON(t *testing.T) {
 	promtoolCheck(t, scrape)
 }
 
+// promtoolCheck lints the exposition with promlint (the linter behind
+// promtool check metrics) and, when the pinned promtool is built, with
+// promtool itself.
 func promtoolCheck(t *testing.T, text []byte) {
 	t.Helper()
+	problems, err := promlint.New(bytes.NewReader(text)).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", err, problems)
+	}
 	bin := os.Getenv("PROMTOOL")
 	if bin == "" {
 		bin, _ = filepath.Abs("../../../.cache/bin/promtool-v0.316.0")

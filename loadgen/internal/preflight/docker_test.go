@@ -55,7 +55,8 @@ func TestRunVersionFromContainer(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	for _, want := range []string{"nginx    ok    Python 3.", "caddy    ok    ? (created)", "haproxy  ok    ? (no container)"} {
+	for _, want := range []string{"nginx    ok    Python 3.", "caddy    ok    ? (created)", "haproxy  ok    ? (no container)",
+		"versions unknown:\n  caddy: container " + project + "-caddy is created\n  haproxy: no container for service \"haproxy\""} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

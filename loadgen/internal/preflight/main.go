@@ -98,8 +98,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	wg.Wait()
 	// One at a time: the Docker client negotiates its API version on first
 	// use, and concurrent first uses race inside it.
+	var notes []string
 	for i, p := range o.Proxies {
-		versions[i] = version(ctx, o.Docker, o.Project, p)
+		var err error
+		if versions[i], err = version(ctx, o.Docker, o.Project, p); err != nil {
+			notes = append(notes, fmt.Sprintf("  %s: %v", p, err))
+		}
 	}
 
 	fmt.Fprintf(stdout, "preflight: GET /<origin>/ through each proxy; want 200, body %q, X-Origin: <origin>\n\n", Body)
@@ -117,6 +121,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p, strings.Join(cells, "\t"), versions[i])
 	}
 	tw.Flush()
+	if len(notes) > 0 {
+		fmt.Fprintf(stdout, "\nversions unknown:\n%s\n", strings.Join(notes, "\n"))
+	}
 	if len(broken) == 0 {
 		fmt.Fprintf(stdout, "\nall %d routes ok\n", len(o.Proxies)*len(o.Origins))
 		return 0
@@ -131,22 +138,23 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func version(ctx context.Context, d Versioner, project, proxy string) string {
+// version is the table cell and, when it is unknown, why.
+func version(ctx context.Context, d Versioner, project, proxy string) (string, error) {
 	if d == nil {
-		return "-"
+		return "-", nil
 	}
 	ctr, err := d.Service(ctx, project, proxy)
 	if err != nil {
-		return "? (no container)"
+		return "? (no container)", err
 	}
 	if !ctr.Running || ctr.State == "paused" {
-		return "? (" + ctr.State + ")"
+		return "? (" + ctr.State + ")", fmt.Errorf("container %s is %s", ctr.Name, ctr.State)
 	}
 	v, err := d.Version(ctx, ctr)
 	if err != nil {
-		return "? (version command failed)"
+		return "? (version command failed)", err
 	}
-	return v
+	return v, nil
 }
 
 func split(s string) []string {

@@ -93,6 +93,7 @@ func TestNativeHistogramScraped(t *testing.T) {
 		v report.Num
 	}{{0.5, g.Latency.P50}, {0.9, g.Latency.P90}, {0.95, g.Latency.P95}, {0.99, g.Latency.P99}, {0.999, g.Latency.P999}, {1, g.Latency.Max}} {
 		truth := obs[int(math.Ceil(q.q*float64(len(obs))))-1]
+		t.Logf("q=%v native estimate %.6f s, true %.6f s (%+.2f %%)", q.q, float64(q.v), truth, 100*(float64(q.v)/truth-1))
 		if rel := float64(q.v)/truth - 1; !q.v.Known() || math.Abs(rel) > math.Pow(2, 1.0/8)-1 {
 			t.Errorf("p%s = %v, true %v: %.1f %% off, beyond the bucket bound", strconv.FormatFloat(q.q*100, 'f', -1, 64), float64(q.v), truth, rel*100)
 		}

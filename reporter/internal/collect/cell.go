@@ -94,7 +94,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool) (report.C
 	b.add("sched", counter("proxybench_open_loop_scheduled_total", sel, "", traffic))
 	b.add("sent", counter("proxybench_open_loop_sent_total", sel, "", traffic))
 	b.add("inflight", fmt.Sprintf("sum(avg_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, exact.W, exact.E))
-	b.add("scrapes", fmt.Sprintf("max(count_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, exact.W, exact.E))
+	b.add("scrapes", fmt.Sprintf("max(count_over_time(proxybench_requests_total%s[%s] @ %s))", sel, exact.W, exact.E))
 	b.add("cpu", fmt.Sprintf("sum(increase(container_cpu_usage_seconds_total%s[%s] anchored @ %s))", svc, exact.W, exact.E))
 	b.add("mem_mean", fmt.Sprintf("sum(avg_over_time(container_memory_working_set_bytes%s[%s] @ %s))", svc, exact.W, exact.E))
 	b.add("mem_peak", fmt.Sprintf("max(max_over_time(container_memory_working_set_bytes%s[%s] @ %s))", svc, exact.W, exact.E))

@@ -1,0 +1,5 @@
+//go:build !race
+
+package attack
+
+const raceEnabled = false

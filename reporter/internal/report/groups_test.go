@@ -1,0 +1,39 @@
+package report
+
+import (
+	"math"
+	"testing"
+)
+
+func TestBuildGroups(t *testing.T) {
+	t.Parallel()
+	var cells []Cell
+	for i, p99 := range []float64{0.010, 0.014, 0.012, 0.5} {
+		c := baseCell()
+		c.Origin, c.Scenario, c.Tier, c.Repeat = "fast", "simple", "quick", i+1
+		c.Latency.P99 = Num(p99)
+		c.Validity.Verdict = Valid
+		if i == 3 {
+			c.Validity.Verdict = Invalid // left out of the statistics
+		}
+		cells = append(cells, c)
+	}
+	gs := BuildGroups(cells)
+	if len(gs) != 1 || gs[0].Repeats != 4 || gs[0].Valid != 3 {
+		t.Fatalf("groups %+v", gs)
+	}
+	s := gs[0].Metrics["p99_seconds"]
+	h := 4.303 * 0.002 / math.Sqrt(3)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"mean", float64(s.Mean), 0.012}, {"median", float64(s.Median), 0.012}, {"stddev", float64(s.Stddev), 0.002},
+		{"cv", float64(s.CV), 0.002 / 0.012}, {"ci low", float64(s.CILow), 0.012 - h}, {"ci high", float64(s.CIHigh), 0.012 + h}} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if s.N != 3 || len(s.Values) != 3 {
+		t.Errorf("n %d values %v", s.N, s.Values)
+	}
+}
