@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -80,7 +81,7 @@ func (r ratio) Set(s string) error {
 	s = strings.TrimSpace(s)
 	pct := strings.HasSuffix(s, "%")
 	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%")), 64)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("want a ratio like 0.05 or 5%%, got %q", s)
 	}
 	if pct {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -85,4 +86,30 @@ func TestExitCodes(t *testing.T) {
 	if err != nil || !strings.Contains(string(idx), `"run": "a"`) || !strings.Contains(string(idx), `"run": "b"`) {
 		t.Errorf("history index: %v\n%s", err, idx)
 	}
+}
+
+func TestRatioFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{{"5%", 0.05, true}, {"0.01", 0.01, true}, {" 2.5 % ", 0.025, true}, {"-1", 0, false}, {"lots", 0, false}, {"%", 0, false}, {"NaN", 0, false}, {"Inf%", 0, false}} {
+		var v float64
+		err := ratio{&v}.Set(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && v != tc.want) {
+			t.Errorf("Set(%q) = %v, %v; want %v ok=%v", tc.in, v, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzRatioFlag(f *testing.F) {
+	f.Add("5%")
+	f.Add("0.05")
+	f.Fuzz(func(t *testing.T, s string) {
+		var v float64
+		if err := (ratio{&v}).Set(s); err == nil && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0)) {
+			t.Fatalf("accepted ratio %v from %q", v, s)
+		}
+	})
 }

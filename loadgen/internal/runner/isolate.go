@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/stack"
@@ -21,11 +22,16 @@ import (
 // is what a 2-core machine needs. Afterwards only the containers this run
 // paused are unpaused; proxies found paused before the run are thawed first
 // (unpauseLeftovers).
+//
+// Where the freezer is refused (seen in sandboxed engines: "unable to
+// freeze"), the proxy is stopped instead and started again afterwards: a
+// cold start for it, but the measured proxy still runs alone.
 type isolation struct {
 	d       Docker
 	project string
 	log     *slog.Logger
 	paused  []dockerx.Container
+	stopped []dockerx.Container
 }
 
 // isProxy tells the project's proxies from origins and infrastructure.
@@ -48,7 +54,13 @@ func (i *isolation) isolate(ctx context.Context, proxy string) error {
 			continue
 		}
 		if err := i.d.Pause(ctx, c.ID); err != nil {
-			return fmt.Errorf("pause %s: %w", c.Name, err)
+			i.log.Warn("isolation: pause refused, stopping instead", "container", c.Name, "err", err)
+			if err := i.d.Stop(ctx, c.ID, 5*time.Second); err != nil {
+				return fmt.Errorf("stop %s after its pause was refused: %w", c.Name, err)
+			}
+			i.stopped = append(i.stopped, c)
+			i.log.Info("isolation: stopped", "container", c.Name, "while", proxy)
+			continue
 		}
 		i.paused = append(i.paused, c)
 		i.log.Info("isolation: paused", "container", c.Name, "while", proxy)
@@ -56,7 +68,8 @@ func (i *isolation) isolate(ctx context.Context, proxy string) error {
 	return nil
 }
 
-// restore unpauses what isolate paused; safe to call twice.
+// restore unpauses what isolate paused and starts what it stopped; safe to
+// call twice.
 func (i *isolation) restore(ctx context.Context) error {
 	var errs []error
 	for _, c := range i.paused {
@@ -67,6 +80,14 @@ func (i *isolation) restore(ctx context.Context) error {
 		i.log.Info("isolation: unpaused", "container", c.Name)
 	}
 	i.paused = nil
+	for _, c := range i.stopped {
+		if err := i.d.Start(ctx, c.ID); err != nil && !dockerx.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("start %s: %w", c.Name, err))
+			continue
+		}
+		i.log.Info("isolation: started again", "container", c.Name)
+	}
+	i.stopped = nil
 	return errors.Join(errs...)
 }
 

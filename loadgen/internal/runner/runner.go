@@ -37,6 +37,8 @@ type Docker interface {
 	Version(ctx context.Context, ctr dockerx.Container) (string, error)
 	Pause(ctx context.Context, id string) error
 	Unpause(ctx context.Context, id string) error
+	Stop(ctx context.Context, id string, timeout time.Duration) error
+	Start(ctx context.Context, id string) error
 }
 
 // Clock gives the time and waits; tests replace Sleep so settles and
@@ -81,7 +83,7 @@ type Runner struct {
 
 	m       *manifest.Manifest
 	dir     string
-	trafic  bool // some cell has sent traffic: settle before the next
+	sentAny bool // some cell has sent traffic: settle before the next
 	lastPxy string
 	broken  int
 }
@@ -230,8 +232,8 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 // (the reporter's timing guarantee), the cooldown before a new proxy in a
 // long run, nothing before the first traffic of the run.
 func (r *Runner) quietBefore(c plan.Cell) time.Duration {
-	defer func() { r.trafic, r.lastPxy = true, c.Proxy }()
-	if !r.trafic {
+	defer func() { r.sentAny, r.lastPxy = true, c.Proxy }()
+	if !r.sentAny {
 		return 0
 	}
 	d := time.Duration(r.Plan.Settle)

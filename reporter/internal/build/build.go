@@ -90,6 +90,14 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	cells := make([]report.Cell, len(windows))
 	errs := make([]error, len(windows))
 	if r.Sources.PrometheusOK {
+		from, to := windows[0].Start, windows[0].End
+		for _, w := range windows {
+			from, to = minTime(from, w.Start), maxTime(to, w.End)
+		}
+		kinds, err := collect.Probe(ctx, cfg.Prom, from.Add(-collect.MarginBefore), to.Add(collect.MarginAfter))
+		if err != nil {
+			return nil, err
+		}
 		sem := make(chan struct{}, cfg.Concurrency)
 		var wg sync.WaitGroup
 		for i, w := range windows {
@@ -98,7 +106,7 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				cells[i], errs[i] = collect.Cell(ctx, cfg.Prom, w, isGo(w.Proxy))
+				cells[i], errs[i] = collect.Cell(ctx, cfg.Prom, w, isGo(w.Proxy), kinds)
 			}()
 		}
 		wg.Wait()
@@ -152,6 +160,20 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	r.Environment = environment(ctx, cfg, r, man)
 	report.Tally(r)
 	return r, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func isGo(proxy string) bool {

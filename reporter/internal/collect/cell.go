@@ -66,8 +66,37 @@ func (b *batch) expr() string { return strings.Join(b.parts, "\nor ") }
 
 func quote(s string) string { return strconv.Quote(s) }
 
+// Kinds says which histogram flavour each histogram metric has in this
+// run, so that a cell query asks only for what exists.
+type Kinds struct {
+	LatencyNative, PauseNative bool
+}
+
+// Probe finds the histogram flavours present between from and to: a
+// native histogram has the bare metric name, a classic one only _bucket.
+func Probe(ctx context.Context, c *promapi.Client, from, to time.Time) (Kinds, error) {
+	sp := newSpan(from, to)
+	var b batch
+	b.add("lat", fmt.Sprintf("count(last_over_time(proxybench_request_duration_seconds[%s] @ %s))", sp.W, sp.E))
+	b.add("gc", fmt.Sprintf("count(last_over_time(proxybench_gc_pause_seconds[%s] @ %s))", sp.W, sp.E))
+	res, err := c.Query(ctx, b.expr(), to)
+	if err != nil {
+		return Kinds{}, fmt.Errorf("probe histograms: %w", err)
+	}
+	var k Kinds
+	for _, s := range res {
+		switch s.Labels["rk"] {
+		case "lat":
+			k.LatencyNative = s.Value > 0
+		case "gc":
+			k.PauseNative = s.Value > 0
+		}
+	}
+	return k, nil
+}
+
 // Cell queries everything the report says about w.
-func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool) (report.Cell, error) {
+func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kinds) (report.Cell, error) {
 	cell := report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
 		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{}}
@@ -80,16 +109,21 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool) (report.C
 	var b batch
 	b.add("code", counter("proxybench_requests_total", sel, "code", traffic))
 	b.add("reason", counter("proxybench_request_errors_total", sel, "reason", traffic))
-	nh := nativeHist("proxybench_request_duration_seconds", sel, traffic)
-	ch := classicHist("proxybench_request_duration_seconds", sel, traffic)
-	for _, q := range quantiles {
-		b.add("lat_n_"+q.name, "histogram_quantile("+q.q+", "+nh+")")
-		b.add("lat_c_"+q.name, "histogram_quantile("+q.q+", "+ch+")")
+	if kinds.LatencyNative {
+		nh := nativeHist("proxybench_request_duration_seconds", sel, traffic)
+		for _, q := range quantiles {
+			b.add("lat_n_"+q.name, "histogram_quantile("+q.q+", "+nh+")")
+		}
+		b.add("lat_n_count", "histogram_count("+nh+")")
+		b.add("lat_n_sum", "histogram_sum("+nh+")")
+	} else {
+		ch := classicHist("proxybench_request_duration_seconds", sel, traffic)
+		for _, q := range quantiles {
+			b.add("lat_c_"+q.name, "histogram_quantile("+q.q+", "+ch+")")
+		}
+		b.add("lat_c_count", counter("proxybench_request_duration_seconds_count", sel, "", traffic))
+		b.add("lat_c_sum", counter("proxybench_request_duration_seconds_sum", sel, "", traffic))
 	}
-	b.add("lat_n_count", "histogram_count("+nh+")")
-	b.add("lat_n_sum", "histogram_sum("+nh+")")
-	b.add("lat_c_count", counter("proxybench_request_duration_seconds_count", sel, "", traffic))
-	b.add("lat_c_sum", counter("proxybench_request_duration_seconds_sum", sel, "", traffic))
 	b.add("wrong", counter("proxybench_wrong_origin_total", sel, "", traffic))
 	b.add("sched", counter("proxybench_open_loop_scheduled_total", sel, "", traffic))
 	b.add("sent", counter("proxybench_open_loop_sent_total", sel, "", traffic))
@@ -110,8 +144,11 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool) (report.C
 		gn := fmt.Sprintf("sum(increase(proxybench_gc_pause_seconds%s[%s] anchored @ %s))", svc, exact.W, exact.E)
 		gc := fmt.Sprintf("sum by (le) (increase(proxybench_gc_pause_seconds_bucket%s[%s] anchored @ %s))", svc, exact.W, exact.E)
 		for _, q := range []struct{ name, q string }{{"p50", "0.5"}, {"p99", "0.99"}, {"max", "1"}} {
-			b.add("gcp_n_"+q.name, "histogram_quantile("+q.q+", "+gn+")")
-			b.add("gcp_c_"+q.name, "histogram_quantile("+q.q+", "+gc+")")
+			if kinds.PauseNative {
+				b.add("gcp_n_"+q.name, "histogram_quantile("+q.q+", "+gn+")")
+			} else {
+				b.add("gcp_c_"+q.name, "histogram_quantile("+q.q+", "+gc+")")
+			}
 		}
 	}
 	res, err := c.Query(ctx, b.expr(), w.End.Add(MarginAfter))
