@@ -510,7 +510,7 @@ func envSection(r *report.Report) Section {
 		}
 		mem := "none"
 		if p.MemLimitBytes.Known() {
-			mem = fmtMB(p.MemLimitBytes)
+			mem = fmt.Sprintf("%.0f MiB", float64(p.MemLimitBytes)/(1<<20))
 		}
 		t.Rows = append(t.Rows, []Cell{txt(p.Proxy), txt(v), txt(p.Image), txt(cpu), txt(mem), txt(p.Workers)})
 	}
