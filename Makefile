@@ -70,7 +70,8 @@ prepare: ## engine, images and pinned tools (promtool) that the tests need
 	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null
 
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
-	@go test -count=1 -timeout 20m ./...
+	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
+	  go test -count=1 -timeout 20m ./...
 
 test-e2e: ## the real stack: up, preflight, quick bench with assertions, dashboards against live Prometheus, down
 	@scripts/e2e.sh

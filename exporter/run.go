@@ -107,7 +107,9 @@ func serve(ctx context.Context, cfg config, stdin io.Reader, log *slog.Logger) e
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		// Prometheus scrapes over loopback: gzip would only burn CPU on both ends.
 		DisableCompression: true,
-		ErrorHandling:      promhttp.ContinueOnError, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+		ErrorHandling:      promhttp.ContinueOnError,
+		ErrorLog:           slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -124,7 +126,7 @@ func serve(ctx context.Context, cfg config, stdin io.Reader, log *slog.Logger) e
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3) // file source, docker, server: none may block
 
 	if cfg.nginxStatus != "" {
 		reg.MustRegister(nginxstatus.New(cfg.nginxStatus, &http.Client{}, 900*time.Millisecond, log))

@@ -104,6 +104,8 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	exact := newSpan(w.Start, w.End)
 	sel := fmt.Sprintf(`{proxy=%s,origin=%s,scenario=%s}`, quote(w.Proxy), quote(w.Origin), quote(w.Scenario))
 	svc := fmt.Sprintf(`{service=%s}`, quote(w.Proxy))
+	// cAdvisor may add per-CPU series beside the total; count the total once.
+	cpuSel := fmt.Sprintf(`{service=%s,cpu=~"total|"}`, quote(w.Proxy))
 	lg := `{job="loadgen"}`
 
 	var b batch
@@ -129,9 +131,13 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	b.add("sent", counter("proxybench_open_loop_sent_total", sel, "", traffic))
 	b.add("inflight", fmt.Sprintf("sum(avg_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, exact.W, exact.E))
 	b.add("scrapes", fmt.Sprintf("max(count_over_time(proxybench_requests_total%s[%s] @ %s))", sel, exact.W, exact.E))
-	b.add("cpu", fmt.Sprintf("sum(increase(container_cpu_usage_seconds_total%s[%s] anchored @ %s))", svc, exact.W, exact.E))
-	b.add("mem_mean", fmt.Sprintf("sum(avg_over_time(container_memory_working_set_bytes%s[%s] @ %s))", svc, exact.W, exact.E))
-	b.add("mem_peak", fmt.Sprintf("max(max_over_time(container_memory_working_set_bytes%s[%s] @ %s))", svc, exact.W, exact.E))
+	// A recreated container leaves its old cgroup's series behind for a
+	// while under the same service: the one that burnt CPU in the window is
+	// the proxy under test, and its id picks the matching memory series.
+	cpuInc := fmt.Sprintf("increase(container_cpu_usage_seconds_total%s[%s] anchored @ %s)", cpuSel, exact.W, exact.E)
+	b.add("cpu", "max("+cpuInc+")")
+	b.add("mem_mean", fmt.Sprintf("sum(avg_over_time(container_memory_working_set_bytes%s[%s] @ %s) and on(id) topk(1, %s))", svc, exact.W, exact.E, cpuInc))
+	b.add("mem_peak", fmt.Sprintf("max(max_over_time(container_memory_working_set_bytes%s[%s] @ %s) and on(id) topk(1, %s))", svc, exact.W, exact.E, cpuInc))
 	b.add("lg_cpu", fmt.Sprintf("sum(increase(process_cpu_seconds_total%s[%s] anchored @ %s))", lg, exact.W, exact.E))
 	b.add("lg_limit", fmt.Sprintf("max(last_over_time(proxybench_loadgen_cpu_limit_cores[%s] @ %s))", traffic.W, traffic.E))
 	if isGo {
@@ -236,7 +242,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		g.PauseP50, g.PauseP99, g.PauseMax = num("gcp_"+gs+"_p50"), num("gcp_"+gs+"_p99"), num("gcp_"+gs+"_max")
 		cell.GC = g
 	}
-	if err := timeSeries(ctx, c, &cell, svc, lg, isGo); err != nil {
+	if err := timeSeries(ctx, c, &cell, svc, cpuSel, lg, isGo); err != nil {
 		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
 	}
 	return cell, nil
@@ -251,10 +257,11 @@ func orZero(n report.Num) report.Num {
 
 // timeSeries fetches per-second CPU, memory and live heap over the window
 // in one range query, for the peaks, the OLS slopes and the figures.
-func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, lg string, isGo bool) error {
+func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, cpuSel, lg string, isGo bool) error {
 	var b batch
-	b.add("cpu", fmt.Sprintf("sum(irate(container_cpu_usage_seconds_total%s[3s]))", svc))
-	b.add("mem", fmt.Sprintf("sum(container_memory_working_set_bytes%s)", svc))
+	cpuRate := fmt.Sprintf("irate(container_cpu_usage_seconds_total%s[3s])", cpuSel)
+	b.add("cpu", "max("+cpuRate+")")
+	b.add("mem", fmt.Sprintf("sum(container_memory_working_set_bytes%s and on(id) topk(1, %s))", svc, cpuRate))
 	b.add("lg", fmt.Sprintf("sum(irate(process_cpu_seconds_total%s[3s]))", lg))
 	if isGo {
 		b.add("heap", fmt.Sprintf("sum(proxybench_gc_heap_live_bytes%s)", svc))

@@ -21,13 +21,22 @@ import (
 // Version is the pinned Prometheus module version built by scripts/gobin.sh.
 const Version = "v0.316.0"
 
-// Binary finds the pinned prometheus or promtool binary: $PROXYBENCH_<NAME>
-// (e.g. PROXYBENCH_PROMETHEUS), else .cache/bin/<name>-<Version> at the repo
+// envNames are the variables that may name a binary, first match wins;
+// the Makefile's test-unit sets PROXYBENCH_PROMETHEUS_BIN and PROMTOOL.
+var envNames = map[string][]string{
+	"prometheus": {"PROXYBENCH_PROMETHEUS_BIN", "PROXYBENCH_PROMETHEUS"},
+	"promtool":   {"PROMTOOL", "PROXYBENCH_PROMTOOL"},
+}
+
+// Binary finds the pinned prometheus or promtool binary: from the
+// environment (envNames), else .cache/bin/<name>-<Version> at the repo
 // root. Missing binaries fail the test with the command that builds them.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
-	if p := os.Getenv("PROXYBENCH_" + strings.ToUpper(name)); p != "" {
-		return p
+	for _, e := range envNames[name] {
+		if p := os.Getenv(e); p != "" {
+			return p
+		}
 	}
 	root, err := repoRoot()
 	if err != nil {
@@ -35,7 +44,7 @@ func Binary(t testing.TB, name string) string {
 	}
 	p := filepath.Join(root, ".cache", "bin", name+"-"+Version)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("promtest: %s not built: run scripts/gobin.sh %s (or set PROXYBENCH_%s)", p, name, strings.ToUpper(name))
+		t.Fatalf("promtest: %s not built: run scripts/gobin.sh %s (or set %s)", p, name, strings.Join(envNames[name], " or "))
 	}
 	return p
 }

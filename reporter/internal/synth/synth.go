@@ -308,12 +308,21 @@ func (r *Run) OpenMetrics() []byte {
 		cpu := r.proxyCPU(p)
 		integrate(ts, func(time.Time) float64 { return cpu }, func(v float64, t time.Time) { w("container_cpu_usage_seconds_total", cl, v, t) })
 	}
+	// The first proxy's container was recreated before the run: its old
+	// cgroup still reports an idle CPU counter and a large working set.
+	old := fmt.Sprintf(`%s,name="proxybench-%s",service="%s",image="proxybench/%s:old",id="/docker/%s-old"`, ex, proxies[0], proxies[0], proxies[0], proxies[0])
+	for _, t := range ts {
+		w("container_cpu_usage_seconds_total", old, 7.5, t)
+	}
 	b.WriteString("# TYPE container_memory_working_set_bytes gauge\n")
 	for _, p := range proxies {
 		cl := fmt.Sprintf(`%s,name="proxybench-%s",service="%s",image="proxybench/%s:test",id="/docker/%s"`, ex, p, p, p, p)
 		for _, t := range ts {
 			w("container_memory_working_set_bytes", cl, r.memAt(p, t)*1e6, t)
 		}
+	}
+	for _, t := range ts {
+		w("container_memory_working_set_bytes", old, 99e6, t)
 	}
 	for _, m := range []struct {
 		name string
