@@ -20,8 +20,20 @@ type Cell struct {
 	Rate        float64  `json:"rate_rps,omitempty"`
 	Duration    Duration `json:"duration"`
 	Warmup      Duration `json:"warmup"`
-	Skip        string   `json:"skip,omitempty"` // why it will not run (scenario not ready)
+	Skip        string   `json:"skip,omitempty"` // why it will not run (scenario not ready, or n/a for the proxy)
+
+	// Scenario specifics (docs/scenarios.md), resolved from the scenario table.
+	Method     string    `json:"method,omitempty"`           // when not GET
+	Variants   []Variant `json:"variants,omitempty"`         // traffic mix, when more than one
+	BodyBytes  int64     `json:"body_bytes,omitempty"`       // response body bytes every 2xx carries
+	LimitRPS   float64   `json:"limit_rps,omitempty"`        // configured rate limit
+	LimitBurst float64   `json:"limit_burst,omitempty"`      // its burst
+	DelayS     float64   `json:"delay_seconds,omitempty"`    // slow: origin delay
+	NewConn    bool      `json:"new_conn_per_req,omitempty"` // churn
 }
+
+// NA is the prefix of Skip for a cell the proxy cannot do natively.
+const NA = "n/a: "
 
 // RepeatLabel is the repeat as the metric label value.
 func (c Cell) RepeatLabel() string { return strconv.Itoa(c.Repeat) }
@@ -61,7 +73,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 						c := Cell{
 							ID:    CellID(proxy, origin, name, t.Name, r),
 							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
-							Path: sc.Path(origin), Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
+							Path: sc.Path(origin, p), Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
 							Duration: Duration(t.Duration), Skip: sc.NotReady,
 						}
 						if t.Duration >= WarmupThreshold {
@@ -73,6 +85,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 								c.Concurrency, c.Rate = int(peak(p.Stages)), 0
 							}
 						}
+						p.applyScenario(&c, sc)
 						x.Cells = append(x.Cells, c)
 					}
 				}
@@ -80,6 +93,28 @@ func (p *Plan) Expand() (*Expanded, error) {
 		}
 	}
 	return x, nil
+}
+
+// applyScenario puts the scenario's own settings on the cell: its method,
+// mix and the numbers it is judged against, a fixed open loop where it has
+// one, and n/a where the proxy cannot do it natively.
+func (p *Plan) applyScenario(c *Cell, sc Scenario) {
+	if sc.Method != "" && sc.Method != "GET" {
+		c.Method = sc.Method
+	}
+	if v := sc.VariantsFor(p); len(v) > 1 {
+		c.Variants = v
+	}
+	c.BodyBytes, c.LimitRPS, c.LimitBurst, c.NewConn = sc.BodyBytes, sc.Limit, sc.Burst, sc.NewConnPerRequest
+	if sc.HoldsConnections {
+		c.DelayS = time.Duration(p.SlowDelay).Seconds()
+	}
+	if sc.OpenRate != nil {
+		c.Mode, c.Rate = "open", sc.OpenRate(p)
+	}
+	if why := sc.Support(c.Proxy); why != "" && c.Skip == "" {
+		c.Skip = NA + why
+	}
 }
 
 func peak(st []Stage) float64 {

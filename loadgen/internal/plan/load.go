@@ -73,6 +73,14 @@ var fields = []field{
 	{name: "slo-error-ratio", usage: "error `ratio` objective (0.01 = 1%), carried to the reporter",
 		get: func(p *Plan) string { return strconv.FormatFloat(p.SLO.ErrorRatio, 'g', -1, 64) },
 		set: floatField(func(p *Plan) *float64 { return &p.SLO.ErrorRatio })},
+	{name: "auth-invalid", usage: "scenario auth: `share` of requests with a missing or wrong API key (0.1 = 10%)",
+		get: func(p *Plan) string { return strconv.FormatFloat(p.AuthInvalid, 'g', -1, 64) },
+		set: floatField(func(p *Plan) *float64 { return &p.AuthInvalid })},
+	{name: "ratelimit-offered", usage: "scenario ratelimit: open-loop `rate` offered (requests/s) against the proxies' limit of " + strconv.Itoa(RateLimitRPS),
+		get: func(p *Plan) string { return strconv.FormatFloat(p.RateLimitOffered, 'g', -1, 64) },
+		set: floatField(func(p *Plan) *float64 { return &p.RateLimitOffered })},
+	{name: "slow-delay", usage: "scenario slow: origin `delay` per request (up to 20s)",
+		get: func(p *Plan) string { return p.SlowDelay.String() }, set: durField(func(p *Plan) *Duration { return &p.SlowDelay })},
 }
 
 // Load builds the plan of `loadgen run`: Default, then the YAML file of
@@ -227,7 +235,7 @@ func scenarioNames() string {
 	for _, s := range Scenarios {
 		n = append(n, s.Name)
 	}
-	return strings.Join(n, ", ")
+	return strings.Join(n, ", ") + "; groups payload, all"
 }
 
 func yamlKeys() []string {

@@ -50,6 +50,11 @@ type Plan struct {
 	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
 	Project     string   `yaml:"project" json:"project"`               // compose project
 	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+
+	// Scenario settings (docs/scenarios.md).
+	AuthInvalid      float64  `yaml:"auth_invalid" json:"auth_invalid"`           // auth: share of traffic with a missing or wrong key
+	RateLimitOffered float64  `yaml:"ratelimit_offered" json:"ratelimit_offered"` // ratelimit: open-loop rate offered, req/s
+	SlowDelay        Duration `yaml:"slow_delay" json:"slow_delay"`               // slow: origin delay per request
 }
 
 // Stage is one ramp step.
@@ -86,6 +91,10 @@ func Default() Plan {
 		MetricsAddr: ":9500",
 		Project:     "proxybench",
 		SLO:         SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
+
+		AuthInvalid:      0.1,
+		RateLimitOffered: 1.5 * RateLimitRPS,
+		SlowDelay:        Duration(2 * time.Second),
 	}
 }
 
@@ -94,8 +103,10 @@ func RunID(now time.Time) string { return now.UTC().Format("20060102T150405Z") }
 
 var runIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// Finish fills the run id when empty and resolves Mode.
+// Finish fills the run id when empty, resolves Mode and expands scenario
+// groups.
 func (p *Plan) Finish(now time.Time) {
+	p.Scenarios = expandGroups(p.Scenarios)
 	if p.Run == "" {
 		p.Run = RunID(now)
 	}
@@ -189,6 +200,15 @@ func (p *Plan) Validate() error {
 	}
 	if p.SLO.ErrorRatio < 0 || p.SLO.ErrorRatio > 1 {
 		bad("slo.error_ratio %g: a ratio in 0..1 (0.01 = 1%%)", p.SLO.ErrorRatio)
+	}
+	if p.AuthInvalid < 0 || p.AuthInvalid > 1 || math.IsNaN(p.AuthInvalid) {
+		bad("auth_invalid %g: the share of auth traffic with a missing or wrong key, 0..1 (0.1 = 10%%)", p.AuthInvalid)
+	}
+	if !(p.RateLimitOffered > 0) || math.IsInf(p.RateLimitOffered, 0) {
+		bad("ratelimit_offered %g: the open-loop rate offered to the rate limit, > 0 req/s (above %d to test it)", p.RateLimitOffered, RateLimitRPS)
+	}
+	if p.SlowDelay < 0 || time.Duration(p.SlowDelay) > MaxSlowDelay || time.Duration(p.SlowDelay)%time.Millisecond != 0 {
+		bad("slow_delay %s: whole milliseconds in 0..%s", p.SlowDelay, MaxSlowDelay)
 	}
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")

@@ -157,9 +157,6 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if err := r.save(); err != nil {
 		return nil, err
 	}
-	if err := UpdateHistory(p.Results, r.m, r.Clock.Now()); err != nil {
-		r.Log.Error("history index not updated", "err", err)
-	}
 	if p.Linger > 0 {
 		// Ctrl-C already came or may come: linger anyway so the aborted
 		// cell's end is scraped; a second Ctrl-C kills the process.

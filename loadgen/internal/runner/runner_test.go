@@ -94,10 +94,8 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "t1", "plan.json")); err != nil {
 		t.Error(err)
 	}
-	h2, err := readHistory(dir)
-	if err != nil || len(h2.Runs) != 1 || h2.Runs[0].Run != "t1" || h2.Runs[0].Status != "done" || h2.Runs[0].Cells != 2 ||
-		h2.Runs[0].Tier != "1s" || strings.Join(h2.Runs[0].Proxies, ",") != "nginx,caddy" {
-		t.Errorf("history %+v %v", h2, err)
+	if m, err := manifest.Read(filepath.Join(dir, "t1", "manifest.json")); err != nil || m.Status != "done" || len(m.Cells) != 2 {
+		t.Errorf("final manifest %+v %v", m, err)
 	}
 	if !strings.Contains(stdout.String(), "run t1 done: 2 ok, 0 failed, 0 aborted, 0 skipped") {
 		t.Errorf("stdout %q", stdout.String())
@@ -140,9 +138,6 @@ func TestInterrupt(t *testing.T) {
 	}
 	if skip.Status != manifest.CellSkipped || !strings.Contains(skip.Reason, "interrupted") {
 		t.Errorf("third cell %s (%s)", skip.Status, skip.Reason)
-	}
-	if h, err := readHistory(dir); err != nil || h.Runs[0].Status != "interrupted" {
-		t.Errorf("history %+v %v", h, err)
 	}
 }
 

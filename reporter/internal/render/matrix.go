@@ -1,0 +1,244 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"proxybench/reporter/internal/report"
+)
+
+// winnerTable answers the reader's first two questions per origin, scenario
+// and tier: which proxy won, and should I believe it.
+func winnerTable(r *report.Report) Table {
+	t := Table{Caption: "Who won each origin (lowest p99; medians across repeats)",
+		Header: []string{"origin", "scenario / tier", "winner", "p99 ms", "req/s", "runner-up", "p99 ms", "margin", "trust"},
+		Right:  []bool{false, false, false, true, true, false, true, true, false}}
+	gi := groupIndex(r)
+	proxies, origins, sts := axes(r)
+	for _, st := range sts {
+		for _, o := range origins {
+			var ok []*report.Group
+			invalid := 0
+			for _, p := range proxies {
+				g := gi[p+"."+o+"."+st[0]+"."+st[1]]
+				if g == nil {
+					continue
+				}
+				if g.Valid == 0 || !g.Metrics["p99_seconds"].Median.Known() {
+					invalid++
+					continue
+				}
+				ok = append(ok, g)
+			}
+			if len(ok)+invalid == 0 {
+				continue
+			}
+			row := []Cell{txt(o), txt(st[0] + " / " + st[1])}
+			if len(ok) == 0 {
+				row = append(row, Cell{Text: "none", Class: "invalid"}, txt("–"), txt("–"), txt("–"), txt("–"), txt("–"),
+					Cell{Text: fmt.Sprintf("✗ all %d proxies' cells invalid", invalid), Class: "invalid"})
+				t.Rows = append(t.Rows, row)
+				continue
+			}
+			sort.SliceStable(ok, func(i, j int) bool {
+				return ok[i].Metrics["p99_seconds"].Median < ok[j].Metrics["p99_seconds"].Median
+			})
+			w := ok[0]
+			wp := w.Metrics["p99_seconds"]
+			row = append(row, Cell{Text: w.Proxy, Best: true}, txt(fmtMs(wp.Median)), txt(fmtNum(w.Metrics["rps"].Median, 0)))
+			var caveats []string
+			if len(ok) > 1 {
+				ru := ok[1]
+				rp := ru.Metrics["p99_seconds"]
+				margin := float64(rp.Median)/float64(wp.Median) - 1
+				row = append(row, txt(ru.Proxy), txt(fmtMs(rp.Median)), txt(fmt.Sprintf("%.0f %%", margin*100)))
+				switch {
+				case margin < 0.05:
+					caveats = append(caveats, "too close to call (< 5 % apart)")
+				case w.Repeats > 1 && ru.Repeats > 1 && float64(wp.CIHigh) >= float64(rp.CILow):
+					caveats = append(caveats, "95 % CIs overlap across repeats")
+				}
+			} else {
+				row = append(row, txt("–"), txt("–"), txt("–"))
+				caveats = append(caveats, "the only proxy with trustworthy cells")
+			}
+			if w.Valid < w.Repeats {
+				caveats = append(caveats, fmt.Sprintf("%d of %d repeats invalid", w.Repeats-w.Valid, w.Repeats))
+			}
+			if suspectCells(r, w) {
+				caveats = append(caveats, "winner has suspect cells (section 5)")
+			}
+			trust, class := "✓ clear", "valid"
+			if len(caveats) > 0 {
+				trust, class = "⚠ "+strings.Join(caveats, "; "), "suspect"
+			}
+			if invalid > 0 {
+				trust += fmt.Sprintf(" (%d other proxy(ies) invalid here)", invalid)
+			}
+			row = append(row, Cell{Text: trust, Class: class})
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	t.Notes = []string{"Margin = how much higher the runner-up's p99 is. A single repeat cannot show noise: run REPEATS=3 or more before calling a close race."}
+	return t
+}
+
+func suspectCells(r *report.Report, g *report.Group) bool {
+	for _, c := range r.Cells {
+		if c.Key() == g.Key && c.Validity.Verdict == report.Suspect {
+			return true
+		}
+	}
+	return false
+}
+
+// winners marks, per origin × scenario × tier, every repeat of the proxy
+// whose median p99 over trustworthy repeats is lowest.
+func winners(r *report.Report) map[string]bool {
+	type agg struct {
+		proxy string
+		p99   float64
+	}
+	best := map[string]agg{}
+	for _, g := range r.Groups {
+		if g.Valid == 0 {
+			continue
+		}
+		m := g.Metrics["p99_seconds"]
+		if !m.Median.Known() {
+			continue
+		}
+		k := g.Origin + "|" + g.Scenario + "|" + g.Tier
+		if b, ok := best[k]; !ok || float64(m.Median) < b.p99 {
+			best[k] = agg{g.Proxy, float64(m.Median)}
+		}
+	}
+	out := map[string]bool{}
+	for _, c := range r.Cells {
+		if b, ok := best[c.Origin+"|"+c.Scenario+"|"+c.Tier]; ok && b.proxy == c.Proxy && c.Validity.Verdict != report.Invalid {
+			out[c.ID] = true
+		}
+	}
+	return out
+}
+
+// groupIndex finds a group by proxy, origin, scenario and tier.
+func groupIndex(r *report.Report) map[string]*report.Group {
+	m := map[string]*report.Group{}
+	for i := range r.Groups {
+		m[r.Groups[i].Key] = &r.Groups[i]
+	}
+	return m
+}
+
+func axes(r *report.Report) (proxies, origins []string, st [][2]string) {
+	seenP, seenO, seenS := map[string]bool{}, map[string]bool{}, map[[2]string]bool{}
+	for _, c := range sortedCells(r) {
+		if !seenP[c.Proxy] {
+			seenP[c.Proxy] = true
+			proxies = append(proxies, c.Proxy)
+		}
+		if !seenO[c.Origin] {
+			seenO[c.Origin] = true
+			origins = append(origins, c.Origin)
+		}
+		k := [2]string{c.Scenario, c.Tier}
+		if !seenS[k] {
+			seenS[k] = true
+			st = append(st, k)
+		}
+	}
+	sort.SliceStable(proxies, func(i, j int) bool { return proxyOrder(proxies[i]) < proxyOrder(proxies[j]) })
+	sort.Strings(origins)
+	return
+}
+
+func matrixSection(r *report.Report) Section {
+	sec := Section{Title: "2. Proxy × origin matrices"}
+	sec.Text = append(sec.Text, "Medians across repeats (valid repeats only when any is valid). ★ marks the best proxy per origin; ✗ marks a value from cells that are all invalid.")
+	gi := groupIndex(r)
+	proxies, origins, sts := axes(r)
+	metrics := []struct {
+		name, title string
+		lower       bool
+		f           func(report.Num) string
+	}{
+		{"p99_seconds", "p99 latency (ms)", true, fmtMs},
+		{"rps", "throughput (req/s)", false, func(v report.Num) string { return fmtNum(v, 0) }},
+		{"proxy_cpu_cores", "proxy CPU (cores, mean)", true, func(v report.Num) string { return fmtNum(v, 2) }},
+		{"error_ratio", "error ratio", true, fmtPct},
+	}
+	for _, st := range sts {
+		for _, m := range metrics {
+			t := Table{Caption: fmt.Sprintf("%s: scenario %s, tier %s", m.title, st[0], st[1]), Header: append([]string{"proxy"}, origins...)}
+			t.Right = make([]bool, len(t.Header))
+			for i := 1; i < len(t.Right); i++ {
+				t.Right[i] = true
+			}
+			bestRow := map[string]string{}
+			for _, o := range origins {
+				bv := math.NaN()
+				for _, p := range proxies {
+					g := gi[p+"."+o+"."+st[0]+"."+st[1]]
+					if g == nil || g.Valid == 0 || !g.Metrics[m.name].Median.Known() {
+						continue
+					}
+					v := float64(g.Metrics[m.name].Median)
+					if math.IsNaN(bv) || (m.lower && v < bv) || (!m.lower && v > bv) {
+						bv, bestRow[o] = v, p
+					}
+				}
+			}
+			for _, p := range proxies {
+				row := []Cell{txt(p)}
+				for _, o := range origins {
+					g := gi[p+"."+o+"."+st[0]+"."+st[1]]
+					if g == nil {
+						row = append(row, txt(""))
+						continue
+					}
+					c := Cell{Text: m.f(g.Metrics[m.name].Median)}
+					if g.Valid == 0 {
+						c.Text += " ✗"
+						c.Class = "invalid"
+					} else if bestRow[o] == p && m.name != "error_ratio" {
+						c.Text += " ★"
+						c.Best = true
+					}
+					if g.Repeats > 1 && g.Metrics[m.name].CV.Known() && m.name != "error_ratio" {
+						c.Text += fmt.Sprintf(" ±%.0f%%", 100*float64(g.Metrics[m.name].CV))
+					}
+					row = append(row, c)
+				}
+				t.Rows = append(t.Rows, row)
+			}
+			sec.Tables = append(sec.Tables, t)
+		}
+	}
+	if rep := repeatsTable(r); rep != nil {
+		sec.Tables = append(sec.Tables, *rep)
+	}
+	return sec
+}
+
+func repeatsTable(r *report.Report) *Table {
+	t := Table{Caption: "Spread across repeats (p99 latency and throughput)",
+		Header: []string{"cell", "repeats (valid)", "p99 median ms", "p99 mean ms [95 % CI]", "p99 CV", "req/s median", "req/s mean [95 % CI]", "req/s CV"},
+		Right:  []bool{false, true, true, true, true, true, true, true}}
+	for _, g := range r.Groups {
+		if g.Repeats < 2 {
+			continue
+		}
+		p, q := g.Metrics["p99_seconds"], g.Metrics["rps"]
+		t.Rows = append(t.Rows, []Cell{txt(g.Key), txt(fmt.Sprintf("%d (%d)", g.Repeats, g.Valid)),
+			txt(fmtMs(p.Median)), txt(fmt.Sprintf("%s [%s, %s]", fmtMs(p.Mean), fmtMs(p.CILow), fmtMs(p.CIHigh))), txt(fmtPct(p.CV)),
+			txt(fmtNum(q.Median, 0)), txt(fmt.Sprintf("%s [%s, %s]", fmtNum(q.Mean, 0), fmtNum(q.CILow, 0), fmtNum(q.CIHigh, 0))), txt(fmtPct(q.CV))})
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	t.Notes = []string{"CI is the 95 % Student-t interval of the mean; CV = stddev / mean. With 2 or 3 repeats the interval is wide by construction."}
+	return &t
+}
