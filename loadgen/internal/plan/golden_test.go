@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 // a change here is a change of contract.
 func TestExpandedJSON(t *testing.T) {
 	t.Parallel()
-	p, err := Load(strings.Fields("-run golden -tier 5s,30s -proxies nginx,caddy -origins fast -scenarios simple,churn -rate 1000"), now, io.Discard)
+	p, err := Load(strings.Fields("-run golden -tier 5s,30s -proxies nginx,caddy -origins fast -scenarios simple,churn,auth,ratelimit,slow -rate 1000"), now, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

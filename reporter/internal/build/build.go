@@ -343,7 +343,7 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 			env.Host["cpus"] = fmt.Sprint(h.CPUs)
 		}
 		if h.MemBytes > 0 {
-			env.Host["mem_bytes"] = fmt.Sprint(h.MemBytes)
+			env.Host["memory"] = fmt.Sprintf("%.1f GiB", float64(h.MemBytes)/(1<<30))
 		}
 	}
 	return env

@@ -114,7 +114,7 @@ caption{text-align:left;font-weight:600;padding:4px 0}
 th,td{padding:4px 9px;border-bottom:1px solid var(--line);white-space:nowrap;text-align:left}
 th{background:var(--alt);font-weight:600}
 td.num,th.num{text-align:right}
-td:last-child{white-space:normal;min-width:260px}
+td:last-child{white-space:normal}
 tbody tr:nth-child(even){background:#fbfcfd}
 .badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:12px;font-weight:600}
 .badge.valid,.badge.pass{background:#dafbe1;color:#116329}
