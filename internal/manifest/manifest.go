@@ -81,6 +81,10 @@ type Cell struct {
 	Sent         int64            `json:"sent,omitempty"`          // open loop: actual sends
 	Latency      Latency          `json:"latency"`
 	WrongOrigin  int64            `json:"wrong_origin,omitempty"` // 2xx without the expected X-Origin
+
+	// ScenarioData is what the cell's scenario is judged on (issue 8,
+	// docs/scenarios.md); nil for simple.
+	ScenarioData *ScenarioData `json:"scenario_data,omitempty"`
 }
 
 // Latency holds exact HdrHistogram values in seconds (1 µs .. 60 s, 3 s.f.).

@@ -122,7 +122,7 @@ func summarySection(r *report.Report) Section {
 			txt(fmtNum(c.ProxyRes.CPUMeanCores, 2)), txt(fmtMB(c.ProxyRes.MemPeakBytes)), txt(gcCycles), txt(gcP99), sloCell(c)})
 	}
 	t.Notes = []string{"**Bold** marks the winner (lowest p99 among trustworthy repeats) of each origin × scenario × tier. " +
-		"≈ columns are Prometheus histogram estimates; errors = transport errors + 5xx + 4xx other than 429, over all attempts; 429 responses are counted apart."}
+		"≈ columns are Prometheus histogram estimates; errors = transport errors + 5xx, over all attempts (the recording rules count the same); 4xx are counted by class and 429s apart."}
 	return Section{Title: "1. Summary", Tables: []Table{winnerTable(r), t}, Lead: 1, Figures: []string{FigLatency, FigRPS}}
 }
 

@@ -103,7 +103,7 @@ type Cell struct {
 	Classes          Classes          `json:"classes"`
 	RPS              Num              `json:"rps"`                // responses / duration
 	OKRPS            Num              `json:"ok_rps"`             // 2xx / duration
-	ErrorRatio       Num              `json:"error_ratio"`        // (transport + 5xx + 4xx except 429) / attempts
+	ErrorRatio       Num              `json:"error_ratio"`        // (transport + 5xx) / attempts, as the recording rules
 	RateLimitedRatio Num              `json:"rate_limited_ratio"` // 429 / attempts
 	WrongOrigin      int64            `json:"wrong_origin"`
 	Scheduled        int64            `json:"open_loop_scheduled"`

@@ -193,7 +193,11 @@ func Classify(c *Cell) {
 	attempts := total + cl.Transport
 	c.ErrorRatio, c.RateLimitedRatio, c.RPS, c.OKRPS = NaN(), NaN(), NaN(), NaN()
 	if attempts > 0 {
-		c.ErrorRatio = Num(float64(cl.Transport+cl.S5xx+cl.S4xx+cl.Other) / float64(attempts))
+		// The same failures as the recording rules (prometheus/README.md): 4xx
+		// are counted by class, not as failures, since scenarios ask for 401,
+		// 404 and 429 on purpose; a proxy answering 4xx wrongly is flagged
+		// misrouted instead.
+		c.ErrorRatio = Num(float64(cl.Transport+cl.S5xx+cl.Other) / float64(attempts))
 		c.RateLimitedRatio = Num(float64(cl.S429) / float64(attempts))
 	}
 	if c.DurationS.Known() && c.DurationS > 0 {

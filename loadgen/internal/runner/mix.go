@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/plan"
+)
+
+// attackMix sends a cell's traffic. A cell with one variant is one attack;
+// a mix (the auth scenario's valid, missing and wrong keys) is one attack
+// per variant, all at once, each with its share of the rate (open loop) or
+// of the connections (closed loop), so every variant is counted apart and
+// the report can check each got the answer its key deserves. Only the
+// largest variant reports progress (the display shows one attack). The
+// engine's per-labels gauges (in-flight, target rate) are written by each
+// variant in turn; counters and histograms add up.
+func (r *Runner) attackMix(ctx context.Context, c plan.Cell, spec attack.Spec, progress func(attack.Progress)) (*attack.Result, map[string]*attack.Result, error) {
+	if len(c.Variants) < 2 {
+		res, err := r.Attacker.Run(ctx, spec, progress)
+		return res, nil, err
+	}
+	specs := splitSpec(spec, c.Variants)
+	results := make([]*attack.Result, len(specs))
+	errs := make([]error, len(specs))
+	lead := 0
+	for i, v := range c.Variants {
+		if v.Share > c.Variants[lead].Share {
+			lead = i
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var pr func(attack.Progress)
+			if i == lead {
+				pr = progress
+			}
+			results[i], errs[i] = r.Attacker.Run(ctx, specs[i], pr)
+		}()
+	}
+	wg.Wait()
+	per := map[string]*attack.Result{}
+	var firstErr error
+	for i, v := range c.Variants {
+		if results[i] != nil {
+			per[v.Name] = results[i]
+		}
+		if errs[i] != nil && firstErr == nil {
+			firstErr = errs[i]
+		}
+	}
+	return mergeResults(results), per, firstErr
+}
+
+// splitSpec gives each variant its header and its share of the load: at
+// least one connection each, so a small share is still sent.
+func splitSpec(s attack.Spec, vs []plan.Variant) []attack.Spec {
+	out := make([]attack.Spec, len(vs))
+	for i, v := range vs {
+		x := s
+		x.Header = v.Header.Clone()
+		x.Concurrency = max(1, int(math.Round(v.Share*float64(s.Concurrency))))
+		x.Rate = s.Rate * v.Share
+		if len(s.Stages) > 0 {
+			x.Stages = make([]attack.Stage, len(s.Stages))
+			for j, st := range s.Stages {
+				x.Stages[j] = attack.Stage{Duration: st.Duration, Target: st.Target * v.Share}
+				if s.StageKind == attack.StageConcurrency {
+					x.Stages[j].Target = max(1, math.Round(st.Target*v.Share))
+				}
+			}
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// mergeResults is the cell's account over all variants: the window spans
+// them all, counts add up and the exact histograms merge.
+func mergeResults(rs []*attack.Result) *attack.Result {
+	var m *attack.Result
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		if m == nil {
+			m = &attack.Result{WarmupStart: r.WarmupStart, Start: r.Start, End: r.End,
+				Codes: map[int]int64{}, ErrorReasons: map[string]int64{}}
+		}
+		if !r.WarmupStart.IsZero() && (m.WarmupStart.IsZero() || r.WarmupStart.Before(m.WarmupStart)) {
+			m.WarmupStart = r.WarmupStart
+		}
+		if !r.Start.IsZero() && (m.Start.IsZero() || r.Start.Before(m.Start)) {
+			m.Start = r.Start
+		}
+		if r.End.After(m.End) {
+			m.End = r.End
+		}
+		m.Requests += r.Requests
+		m.Errors += r.Errors
+		m.Bytes += r.Bytes
+		m.Scheduled += r.Scheduled
+		m.Sent += r.Sent
+		m.WrongOrigin += r.WrongOrigin
+		for k, n := range r.Codes {
+			m.Codes[k] += n
+		}
+		for k, n := range r.ErrorReasons {
+			m.ErrorReasons[k] += n
+		}
+		if r.Hist != nil {
+			if m.Hist == nil {
+				m.Hist = r.Hist
+			} else {
+				m.Hist.Merge(r.Hist)
+			}
+		}
+	}
+	return m
+}
