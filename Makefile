@@ -22,7 +22,7 @@ empty :=
 space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
-PHONY_EXTRA := prepare
+PHONY_EXTRA := prepare perf-exporter
 .PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
 
 help: ## this list
@@ -56,18 +56,22 @@ diff: ## compare two runs with significance: make diff A=<id> B=<id>
 	@test -n "$(A)" -a -n "$(B)" || { echo "make diff: set A=<run id> B=<run id>"; exit 2; }
 	@go run ./reporter diff -a '$(A)' -b '$(B)' -results '$(RESULTS)'
 
-perf: ## loadgen vs wrk vs hey vs vegeta on loopback
+perf: ## loadgen vs wrk vs hey vs vegeta on loopback; parser, reporter and fast-origin benchmarks
 	@scripts/perf.sh
+	@go test -run '^$$' -bench . -cpu 1 ./exporter/internal/gctrace
+	@go test -run '^$$' -bench BenchmarkBuild80 -benchtime 5x ./reporter/internal/build
+	@go test -run '^$$' -bench . -benchmem ./origins/fast
 
-lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet
+perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing else running)
+	@go test -tags e2e -count=1 -v -run TestE2EIdleCPU ./exporter/
+
+lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet (prometheus/lint.sh)
 	@prometheus/lint.sh
-	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
-	@go vet ./...
 
 test: prepare lint test-unit test-e2e ## everything CI runs
 
 prepare: ## engine, images and pinned tools (promtool) that the tests need
-	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null
+	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null && reporter/scripts/ensure-chromium.sh >/dev/null
 
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \

@@ -32,5 +32,5 @@ fi
 
 echo "== go vet"
 go vet ./...
-go vet -tags e2e ./grafana/dashcheck
+go vet -tags e2e ./...
 echo "lint: ok"

@@ -35,17 +35,27 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	shown.Warmup += plan.Duration(gap) // the display counts the quiet gap as warm-up
 	r.display().CellStart(n, len(r.Plan.Cells), shown)
 
-	warmStart, err := r.warmup(ctx, &spec, gap)
+	warmStart, err := r.warmup(ctx, c, &spec, gap)
 	var res *attack.Result
+	var per map[string]*attack.Result
+	var pr probes
 	if err == nil {
-		res, err = r.Attacker.Run(ctx, spec, r.display().Progress)
+		mem := startMemory(c, ctr)
+		res, per, err = r.attackMix(ctx, c, spec, r.display().Progress)
 		if res == nil && err == nil {
 			err = errNoResult
+		}
+		pr.memory = mem.finish()
+		if c.NewConn {
+			pr.churn = churnProbe(ctx, spec.URL)
 		}
 	}
 	fill(&mc, res, r.Clock.Now())
 	if !warmStart.IsZero() {
 		mc.WarmupStart = &warmStart
+	}
+	if res != nil {
+		mc.ScenarioData = scenarioData(c, &mc, per, pr)
 	}
 
 	switch {
@@ -79,7 +89,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 // pick up to a second of it: the quiet gap keeps the counts exact. The
 // proxy's upstream pools stay warm across the gap (idle timeouts are far
 // longer than the settle).
-func (r *Runner) warmup(ctx context.Context, spec *attack.Spec, gap time.Duration) (time.Time, error) {
+func (r *Runner) warmup(ctx context.Context, c plan.Cell, spec *attack.Spec, gap time.Duration) (time.Time, error) {
 	if spec.Warmup <= 0 {
 		return time.Time{}, nil
 	}
@@ -89,7 +99,7 @@ func (r *Runner) warmup(ctx context.Context, spec *attack.Spec, gap time.Duratio
 		warm.Stages = []attack.Stage{{Duration: spec.Warmup, Target: spec.Stages[0].Target}}
 	}
 	spec.Warmup = 0
-	res, err := r.Attacker.Run(ctx, warm, r.display().Progress)
+	res, _, err := r.attackMix(ctx, c, warm, r.display().Progress)
 	var start time.Time
 	if res != nil {
 		start = res.Start
@@ -120,6 +130,9 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 		Duration: time.Duration(c.Duration), Warmup: time.Duration(c.Warmup), Timeout: time.Duration(p.Timeout),
 		NewConnPerRequest: sc.NewConnPerRequest, ExpectOrigin: c.Origin,
 		Labels: attack.Labels{Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario},
+	}
+	if sc.OpenRate != nil { // the scenario fixes its own open loop (ratelimit)
+		s.Mode, s.Rate = attack.Open, c.Rate
 	}
 	if s.Mode == attack.Stages {
 		s.StageKind = p.StageKind

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-
 )
 
 // writeAtomic stores b at path through a synced temp file and a rename, so
@@ -36,7 +35,6 @@ func writeAtomic(path string, b []byte) error {
 	}
 	return nil
 }
-
 
 func addUniq(xs []string, x string) []string {
 	if slices.Contains(xs, x) {

@@ -19,4 +19,3 @@ func writeRun(t *testing.T, results, run, status string, started time.Time) *man
 	}
 	return m
 }
-

@@ -21,9 +21,9 @@ func scenarioData(c plan.Cell, mc *manifest.Cell, per map[string]*attack.Result,
 		return float64(n) / window
 	}
 	var d manifest.ScenarioData
-	any := false
+	set := false
 	if len(c.Variants) > 1 {
-		any = true
+		set = true
 		d.Variants = map[string]manifest.VariantCount{}
 		var wrong int64
 		for _, v := range c.Variants {
@@ -42,7 +42,7 @@ func scenarioData(c plan.Cell, mc *manifest.Cell, per map[string]*attack.Result,
 		d.AuthWrong = &wrong
 	}
 	if c.LimitRPS > 0 {
-		any = true
+		set = true
 		ok := sum2xx(mc.Codes)
 		d.LimitRPS, d.LimitBurst = c.LimitRPS, c.LimitBurst
 		d.OfferedRPS = rate(mc.Requests + mc.Errors)
@@ -53,7 +53,7 @@ func scenarioData(c plan.Cell, mc *manifest.Cell, per map[string]*attack.Result,
 		}
 	}
 	if c.BodyBytes > 0 {
-		any = true
+		set = true
 		d.BodyBytes = c.BodyBytes
 		d.BytesPerSec = rate(mc.Bytes)
 		if c.Method == http.MethodPost {
@@ -61,19 +61,19 @@ func scenarioData(c plan.Cell, mc *manifest.Cell, per map[string]*attack.Result,
 		}
 	}
 	if c.DelayS > 0 {
-		any = true
+		set = true
 		d.DelayS = c.DelayS
 		d.Memory = p.memory
 	}
 	if c.NewConn {
-		any = true
+		set = true
 		if p.churn != nil {
 			ch := *p.churn
 			ch.ConnsPerSec = rate(mc.Requests + mc.Errors)
 			d.Churn = &ch
 		}
 	}
-	if !any {
+	if !set {
 		return nil
 	}
 	return &d
