@@ -263,6 +263,8 @@ func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, 
 	b.add("cpu", "max("+cpuRate+")")
 	b.add("mem", fmt.Sprintf("sum(container_memory_working_set_bytes%s and on(id) topk(1, %s))", svc, cpuRate))
 	b.add("lg", fmt.Sprintf("sum(irate(process_cpu_seconds_total%s[3s]))", lg))
+	b.add("lg_rss", fmt.Sprintf("sum(process_resident_memory_bytes%s)", lg))
+	b.add("exp_rss", `sum(process_resident_memory_bytes{job="exporter"})`)
 	if isGo {
 		b.add("heap", fmt.Sprintf("sum(proxybench_gc_heap_live_bytes%s)", svc))
 	}
@@ -305,6 +307,16 @@ func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, 
 	}
 	if s, ok := byName["lg"]; ok && len(s.Values) > 0 {
 		cell.LoadgenCPU.PeakCores = report.Num(maxOf(s.Values))
+	}
+	cell.Instrument = report.Instrument{LoadgenRSSMeanBytes: report.NaN(), LoadgenRSSSlopeMBPerMin: report.NaN(),
+		ExporterRSSMeanBytes: report.NaN(), ExporterRSSSlopeMBPerMin: report.NaN()}
+	if s, ok := byName["lg_rss"]; ok && len(s.Values) > 0 {
+		cell.Instrument.LoadgenRSSMeanBytes = report.Num(stats.Mean(s.Values))
+		cell.Instrument.LoadgenRSSSlopeMBPerMin = slopePerMin(secs(s), scale(s.Values, 1/1e6))
+	}
+	if s, ok := byName["exp_rss"]; ok && len(s.Values) > 0 {
+		cell.Instrument.ExporterRSSMeanBytes = report.Num(stats.Mean(s.Values))
+		cell.Instrument.ExporterRSSSlopeMBPerMin = slopePerMin(secs(s), scale(s.Values, 1/1e6))
 	}
 	if s, ok := byName["heap"]; ok && len(s.Values) > 0 && cell.GC != nil {
 		mb := scale(s.Values, 1/1e6)

@@ -148,6 +148,15 @@ func resourceSection(r *report.Report) Section {
 	}
 	t.Notes = []string{"CPU in cores of the proxy container (cAdvisor); peak is the highest per-scrape rate. Memory is the working set; the slope is an OLS fit over the window."}
 	sec.Tables = append(sec.Tables, t)
+	it := Table{Header: []string{"cell", "loadgen RSS", "loadgen slope MB/min", "exporter RSS", "exporter slope MB/min"},
+		Right: []bool{false, true, true, true, true}}
+	for _, c := range sortedCells(r) {
+		m := c.Instrument
+		it.Rows = append(it.Rows, []Cell{txt(cellName(c)), txt(fmtMB(m.LoadgenRSSMeanBytes)), txt(fmtNum(m.LoadgenRSSSlopeMBPerMin, 2)),
+			txt(fmtMB(m.ExporterRSSMeanBytes)), txt(fmtNum(m.ExporterRSSSlopeMBPerMin, 2))})
+	}
+	it.Notes = []string{"The instruments' own resident memory (process_resident_memory_bytes): flat slopes (well under 0.5 MB/min over a soak) mean the loadgen and the exporter neither leak nor grow with the run."}
+	sec.Tables = append(sec.Tables, it)
 	return sec
 }
 

@@ -114,6 +114,7 @@ type Cell struct {
 	Latency    Latency    `json:"latency"`
 	ProxyRes   Resources  `json:"proxy_resources"`
 	LoadgenCPU LoadgenCPU `json:"loadgen_cpu"`
+	Instrument Instrument `json:"instrument_memory"`
 	GC         *GC        `json:"gc,omitempty"` // Go proxies only
 
 	Series   TimeSeries `json:"timeseries"`
@@ -175,6 +176,15 @@ type LoadgenCPU struct {
 	MeanCores  Num `json:"mean_cores"`
 	PeakCores  Num `json:"peak_cores"`
 	LimitCores Num `json:"limit_cores"`
+}
+
+// Instrument is the resident memory of proxybench's own processes over the
+// window: a soak run must show them flat, or they, not the proxy, leak.
+type Instrument struct {
+	LoadgenRSSMeanBytes      Num `json:"loadgen_rss_mean_bytes"`
+	LoadgenRSSSlopeMBPerMin  Num `json:"loadgen_rss_slope_mb_per_min"`
+	ExporterRSSMeanBytes     Num `json:"exporter_rss_mean_bytes"`
+	ExporterRSSSlopeMBPerMin Num `json:"exporter_rss_slope_mb_per_min"`
 }
 
 // GC is a Go proxy's garbage collector over the window (gctrace).
