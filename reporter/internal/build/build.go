@@ -254,6 +254,7 @@ func emptyCell(w collect.Window) report.Cell {
 // mergeManifest adds the exact percentiles; where Prometheus had no traffic
 // series it also takes the counts, so the cell still says something.
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
+	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	l := mc.Latency
 	if l.Count > 0 {
 		c.Latency.Exact = &report.Exact{Mean: report.Num(l.Mean), P50: report.Num(l.P50), P90: report.Num(l.P90),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/report"
@@ -263,10 +264,40 @@ func validitySection(r *report.Report) Section {
 	}
 	if len(t.Rows) == 0 {
 		sec.Text = append(sec.Text, fmt.Sprintf("All %d cells passed every check.", len(r.Cells)))
-		return sec
+	} else {
+		sec.Tables = append(sec.Tables, t)
 	}
-	sec.Tables = append(sec.Tables, t)
+	sec.Tables = append(sec.Tables, timelineTable(r))
 	return sec
+}
+
+// timelineTable shows when each window ran, in run order: the warm-up kept
+// out of it and the quiet time before it (settle between cells, cooldown
+// between proxies), so a reader can check both.
+func timelineTable(r *report.Report) Table {
+	cells := make([]*report.Cell, 0, len(r.Cells))
+	for i := range r.Cells {
+		cells = append(cells, &r.Cells[i])
+	}
+	sort.SliceStable(cells, func(i, j int) bool { return cells[i].Start.Before(cells[j].Start) })
+	t := Table{Caption: "Timeline (UTC)", Header: []string{"cell", "traffic from", "window", "warm-up excluded", "quiet before"},
+		Right: []bool{false, false, false, true, true}}
+	var prevEnd time.Time
+	for _, c := range cells {
+		from, warm, quiet := c.Start, "none", "–"
+		if c.WarmupStart != nil {
+			from = *c.WarmupStart
+			warm = fmt.Sprintf("%.1f s", c.Start.Sub(from).Seconds())
+		}
+		if !prevEnd.IsZero() {
+			quiet = fmt.Sprintf("%.1f s", from.Sub(prevEnd).Seconds())
+		}
+		t.Rows = append(t.Rows, []Cell{txt(cellName(c)), txt(from.UTC().Format("15:04:05.0")),
+			txt(c.Start.UTC().Format("15:04:05.0") + " – " + c.End.UTC().Format("15:04:05.0")), txt(warm), txt(quiet)})
+		prevEnd = c.End
+	}
+	t.Notes = []string{"Warm-up excluded = window start − first warm-up request (5 s of traffic, then the settle gap so Prometheus separates the two exactly). Quiet before = time without traffic since the previous window: the settle between cells, the cooldown (10 s) between proxies in runs of 30 s cells or longer."}
+	return t
 }
 
 func envSection(r *report.Report) Section {

@@ -82,19 +82,20 @@ type Summary struct {
 
 // Cell is one measured proxy x origin x scenario x tier x repeat window.
 type Cell struct {
-	ID            string    `json:"id"`
-	Proxy         string    `json:"proxy"`
-	Origin        string    `json:"origin"`
-	Scenario      string    `json:"scenario"`
-	Tier          string    `json:"tier"`
-	Repeat        int       `json:"repeat"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
-	DurationS     Num       `json:"duration_seconds"`
-	Concurrency   int       `json:"concurrency"`
-	TargetRateRPS Num       `json:"target_rate_rps"` // 0 = closed loop
-	Failed        bool      `json:"failed"`          // the loadgen marked the cell failed or aborted
-	ServerSide    bool      `json:"server_side"`     // Prometheus holds traffic series for this window
+	ID            string     `json:"id"`
+	Proxy         string     `json:"proxy"`
+	Origin        string     `json:"origin"`
+	Scenario      string     `json:"scenario"`
+	Tier          string     `json:"tier"`
+	Repeat        int        `json:"repeat"`
+	Start         time.Time  `json:"start"`
+	End           time.Time  `json:"end"`
+	WarmupStart   *time.Time `json:"warmup_start,omitempty"` // first warm-up request (manifest); before Start, excluded
+	DurationS     Num        `json:"duration_seconds"`
+	Concurrency   int        `json:"concurrency"`
+	TargetRateRPS Num        `json:"target_rate_rps"` // 0 = closed loop
+	Failed        bool       `json:"failed"`          // the loadgen marked the cell failed or aborted
+	ServerSide    bool       `json:"server_side"`     // Prometheus holds traffic series for this window
 
 	Requests         int64            `json:"requests"`         // responses with an HTTP status
 	TransportErrors  int64            `json:"transport_errors"` // attempts without a status
