@@ -89,7 +89,8 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 
 	cells := make([]report.Cell, len(windows))
 	errs := make([]error, len(windows))
-	if r.Sources.PrometheusOK {
+	// A run whose every cell was skipped has no window to ask about.
+	if r.Sources.PrometheusOK && len(windows) > 0 {
 		from, to := windows[0].Start, windows[0].End
 		for _, w := range windows {
 			from, to = minTime(from, w.Start), maxTime(to, w.End)
@@ -123,6 +124,9 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	if man != nil {
 		for i := range man.Cells {
 			byID[man.Cells[i].ID] = &man.Cells[i]
+			if mc := man.Cells[i]; mc.Status == manifest.CellSkipped {
+				r.NotRun = append(r.NotRun, report.NotRun{ID: mc.ID, Reason: mc.Reason})
+			}
 		}
 	}
 	var lacking []string
@@ -158,6 +162,7 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	r.Groups = report.BuildGroups(cells)
 	r.Environment = environment(ctx, cfg, r, man)
+	r.Support = report.SupportMatrix(man)
 	report.Tally(r)
 	return r, nil
 }
@@ -255,6 +260,7 @@ func emptyCell(w collect.Window) report.Cell {
 // series it also takes the counts, so the cell still says something.
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
+	c.ScenarioData = mc.ScenarioData
 	l := mc.Latency
 	if l.Count > 0 {
 		c.Latency.Exact = &report.Exact{Mean: report.Num(l.Mean), P50: report.Num(l.P50), P90: report.Num(l.P90),

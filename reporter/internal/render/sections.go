@@ -22,6 +22,9 @@ func Build(r *report.Report) Doc {
 		"Only trust a result whose verdict is ✓ valid; ⚠ suspect means read the reason in section 5; ✗ invalid cells are shown but their numbers do not measure the proxy.")
 	d.Lead = append(d.Lead, r.Notes...)
 	d.Sections = append(d.Sections, summarySection(r), matrixSection(r), resourceSection(r), gcSection(r), validitySection(r), envSection(r))
+	if sec, ok := scenarioSection(r); ok {
+		d.Sections = append(d.Sections, sec)
+	}
 	return d
 }
 
@@ -267,7 +270,16 @@ func validitySection(r *report.Report) Section {
 	} else {
 		sec.Tables = append(sec.Tables, t)
 	}
-	sec.Tables = append(sec.Tables, timelineTable(r))
+	if len(r.NotRun) > 0 {
+		nr := Table{Caption: "Planned but not run", Header: []string{"cell", "why"}}
+		for _, n := range r.NotRun {
+			nr.Rows = append(nr.Rows, []Cell{txt(n.ID), txt(n.Reason)})
+		}
+		sec.Tables = append(sec.Tables, nr)
+	}
+	if len(r.Cells) > 0 {
+		sec.Tables = append(sec.Tables, timelineTable(r))
+	}
 	return sec
 }
 

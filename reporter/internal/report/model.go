@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"proxybench/internal/manifest"
 )
 
 // SchemaVersion names the report.json schema; it changes whenever a field
@@ -59,7 +61,18 @@ type Report struct {
 	Cells       []Cell      `json:"cells"`
 	Groups      []Group     `json:"groups"`
 	Environment Environment `json:"environment"`
+	NotRun      []NotRun    `json:"not_run,omitempty"`
 	Notes       []string    `json:"notes,omitempty"`
+	// Support is the proxy x scenario matrix of the run (scenario.go).
+	Support []Support `json:"support,omitempty"`
+}
+
+// NotRun is a planned cell that sent no traffic (unsupported scenario,
+// broken route, proxy gone, run interrupted): listed with its reason, never
+// silently dropped.
+type NotRun struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
 }
 
 // Sources says where the numbers came from.
@@ -121,6 +134,9 @@ type Cell struct {
 	Series   TimeSeries `json:"timeseries"`
 	Validity Validity   `json:"validity"`
 	SLO      []SLOCheck `json:"slo"`
+
+	// ScenarioData is the loadgen's scenario account (manifest), nil for simple.
+	ScenarioData *manifest.ScenarioData `json:"scenario_data,omitempty"`
 }
 
 // Key identifies the cell across repeats and runs.

@@ -1,0 +1,145 @@
+//go:build e2e
+
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"proxybench/internal/manifest"
+)
+
+var (
+	root    string // repository root
+	loadgen string // the loadgen binary built once for the package
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	root = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.MkdirTemp("", "pb-scenarios-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e/scenarios:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	loadgen = filepath.Join(dir, "loadgen")
+	build := exec.Command("go", "build", "-o", loadgen, "./loadgen")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e/scenarios: build loadgen: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// requireStack fails (not skips: this suite exists to run on the stack)
+// when a proxy port does not answer.
+func requireStack(t *testing.T) {
+	t.Helper()
+	for _, port := range []string{"8882", "8883", "8884", "8885", "9104"} {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err != nil {
+			t.Fatalf("stack not up (127.0.0.1:%s: %v): start it with make up", port, err)
+		}
+		c.Close()
+	}
+}
+
+// stackLock holds .cache/stack.lock while a test sends load, as every
+// command that loads the shared stack does (flock .cache/stack.lock ...).
+func stackLock(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(root, ".cache", "stack.lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("lock %s: %v", path, err)
+	}
+	t.Cleanup(func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
+}
+
+// run sends one short `loadgen run` on the live stack and returns its
+// manifest. Isolation is off (pausing proxies is not what is tested, and
+// it keeps the suite quick); Prometheus is not needed.
+func run(t *testing.T, args ...string) *manifest.Manifest {
+	t.Helper()
+	requireStack(t)
+	stackLock(t)
+	results := t.TempDir()
+	id := "e2e-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	full := append([]string{"run", "-run", id, "-results", results, "-origins", "fast", "-isolate=false",
+		"-settle", "500ms", "-linger", "0s", "-metrics-addr", "127.0.0.1:0", "-preflight-wait", "5s"}, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, loadgen, full...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	m, rerr := manifest.Read(filepath.Join(results, id, "manifest.json"))
+	if rerr != nil {
+		t.Fatalf("loadgen %s: %v (%v)\n%s", strings.Join(full, " "), rerr, err, out.String())
+	}
+	if err != nil {
+		t.Errorf("loadgen %s: %v\n%s", strings.Join(full, " "), err, out.String())
+	}
+	return m
+}
+
+// cells splits a manifest's cells into those that ran (by id) and the
+// skipped ones (id -> reason), failing on any other status.
+func cells(t *testing.T, m *manifest.Manifest) (ran map[string]manifest.Cell, skipped map[string]string) {
+	t.Helper()
+	ran, skipped = map[string]manifest.Cell{}, map[string]string{}
+	for _, c := range m.Cells {
+		switch c.Status {
+		case manifest.CellOK:
+			ran[c.ID] = c
+		case manifest.CellSkipped:
+			skipped[c.ID] = c.Reason
+		default:
+			t.Errorf("cell %s %s: %s", c.ID, c.Status, c.Reason)
+		}
+	}
+	return ran, skipped
+}
+
+func window(c manifest.Cell) float64 { return c.End.Sub(c.Start).Seconds() }
+
+func ok2xx(c manifest.Cell) int64 {
+	var n int64
+	for k, v := range c.Codes {
+		if code, _ := strconv.Atoi(k); code >= 200 && code < 300 {
+			n += v
+		}
+	}
+	return n
+}
+
+// noErrors fails on transport errors above ratio of the cell's requests.
+func noErrors(t *testing.T, c manifest.Cell, ratio float64) {
+	t.Helper()
+	if float64(c.Errors) > ratio*float64(c.Requests+c.Errors) {
+		t.Errorf("%s: %d transport errors of %d (%v), allowed %.1f%%", c.ID, c.Errors, c.Requests+c.Errors, c.ErrorReasons, 100*ratio)
+	}
+}

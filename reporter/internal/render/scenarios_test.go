@@ -1,0 +1,102 @@
+package render
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"proxybench/internal/manifest"
+	"proxybench/reporter/internal/report"
+)
+
+// scenarioReport is a report of a real scenario run (testdata: the manifest
+// of `loadgen run -scenarios all -tier 2s -origins fast` on the offline
+// stack), built the way build.mergeManifest does for the scenario fields.
+func scenarioReport(t *testing.T) *report.Report {
+	t.Helper()
+	m, err := manifest.Read(filepath.Join("testdata", "scenarios-manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &report.Report{Run: m.Run, Support: report.SupportMatrix(m)}
+	for _, mc := range m.Cells {
+		if mc.Status == manifest.CellSkipped {
+			continue
+		}
+		d := mc.End.Sub(mc.Start).Seconds()
+		c := report.Cell{ID: mc.ID, Proxy: mc.Proxy, Origin: mc.Origin, Scenario: mc.Scenario, Tier: mc.Tier, Repeat: mc.Repeat,
+			DurationS: report.Num(d), RPS: report.Num(float64(mc.Requests) / d), Codes: mc.Codes, ScenarioData: mc.ScenarioData,
+			Latency: report.Latency{Exact: &report.Exact{P50: report.Num(mc.Latency.P50), P99: report.Num(mc.Latency.P99)}}}
+		report.Classify(&c)
+		r.Cells = append(r.Cells, c)
+	}
+	return r
+}
+
+func TestScenarioSectionGolden(t *testing.T) {
+	t.Parallel()
+	sec, ok := scenarioSection(scenarioReport(t))
+	if !ok {
+		t.Fatal("no scenario section for a run with every scenario")
+	}
+	var b strings.Builder
+	if err := Markdown(&b, Doc{Title: "scenarios", Sections: []Section{sec}}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "scenarios.md", []byte(b.String()))
+}
+
+func TestScenarioSectionVerdicts(t *testing.T) {
+	t.Parallel()
+	r := scenarioReport(t)
+	sec, _ := scenarioSection(r)
+	tables := map[string]Table{}
+	for _, tb := range sec.Tables {
+		tables[strings.SplitN(tb.Caption, ":", 2)[0]] = tb
+	}
+	tests := []struct {
+		table string
+		rows  int
+		col   int // verdict column, -1 = none
+	}{
+		{"Support matrix (proxy × scenario)", 9, -1},
+		{"auth", 3, 7},
+		{"ratelimit", 3, 6},
+		{"slow", 4, -1},
+		{"payload", 16, 5},
+		{"churn", 4, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.table, func(t *testing.T) {
+			t.Parallel()
+			tb, ok := tables[tt.table]
+			if !ok || len(tb.Rows) != tt.rows {
+				t.Fatalf("table %q: %d rows, want %d", tt.table, len(tb.Rows), tt.rows)
+			}
+			for _, row := range tb.Rows {
+				if tt.col >= 0 && row[tt.col].Text != "yes" {
+					t.Errorf("%s: %s judged %q, the run was correct", tt.table, row[0].Text, row[tt.col].Text)
+				}
+			}
+		})
+	}
+	na := 0
+	for _, row := range tables["Support matrix (proxy × scenario)"].Rows {
+		for _, c := range row {
+			if strings.HasPrefix(c.Text, "n/a") {
+				na++
+			}
+		}
+	}
+	if na != 2 {
+		t.Errorf("%d n/a cells, want traefik auth and caddy ratelimit", na)
+	}
+}
+
+func TestScenarioSectionAbsentForSimpleRuns(t *testing.T) {
+	t.Parallel()
+	r := &report.Report{Support: []report.Support{{Proxy: "nginx", Scenario: "simple", Status: report.SupportNative}}}
+	if _, ok := scenarioSection(r); ok {
+		t.Error("a run of simple cells only got a scenario section")
+	}
+}
