@@ -4,7 +4,8 @@
 # preflight of all 16 routes, a quick bench with assertions on report.json,
 # every dashboard and rule query against the live Prometheus, the exporter's
 # checks against docker logs and docker stats, then the stack down, leaving
-# no container behind even when a step fails.
+# no container behind even when a step fails. A stack that was already up
+# (a developer's) is used and left up, like make bench does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'e2e: %s\n' "$*" >&2; }
@@ -12,8 +13,18 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 t0=$SECONDS
 
 scripts/engine.sh
-trap 'rc=$?; scripts/stack.sh down; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
-scripts/stack.sh up
+# One load on the stack at a time: anything else sending load here takes
+# the same lock (flock .cache/stack.lock ...).
+mkdir -p .cache
+exec 9>.cache/stack.lock
+flock 9
+if scripts/stack.sh running; then
+  say "stack already up: using it and leaving it up"
+  scripts/stack.sh up
+else
+  trap 'rc=$?; scripts/stack.sh down; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  scripts/stack.sh up
+fi
 say "stack up after $((SECONDS - t0)) s"
 
 go build -o .cache/dist/loadgen ./loadgen

@@ -109,14 +109,38 @@ type stream struct {
 	sink Sink
 	// start names the newest process seen (container StartedAt).
 	start time.Time
-	// last is the newest line timestamp handled and atLast how many lines
-	// carried exactly it; a reconnect asks for lines since last (the engine
-	// includes last) and skips the first atLast of them.
-	last     time.Time
-	atLast   int
-	skip     int
+	// pos is where each output (stdout, stderr) is. The engine stamps the
+	// two outputs in separate goroutines, so across them the log is not in
+	// timestamp order (seen under load: a stderr gc line stamped before
+	// the stdout line written ahead of it); within one output it is.
+	pos      [2]position
 	out, err splitter
 	ts       time.Time
+}
+
+// position is the newest line timestamp handled on one output and how many
+// lines carried exactly it; a reconnect asks for lines since the older of
+// the two outputs' positions (the engine includes it) and each output skips
+// what it already handled.
+type position struct {
+	last   time.Time
+	atLast int
+	skip   int
+}
+
+// since is where a (re)connect must start so neither output misses a line.
+func (st *stream) since() time.Time {
+	if st.pos[1].last.Before(st.pos[0].last) {
+		return st.pos[1].last
+	}
+	return st.pos[0].last
+}
+
+// rewind makes each output skip the lines at its position it already handled.
+func (st *stream) rewind() {
+	for i := range st.pos {
+		st.pos[i].skip = st.pos[i].atLast
+	}
 }
 
 // follow reads one container's log until ctx ends or it is removed.
@@ -143,7 +167,8 @@ func (d *Docker) follow(ctx context.Context, id string) {
 			ctr = cur
 			// Since the previous process exited (zero: from the first
 			// line): the current process's lines from its very first.
-			st = &stream{sink: d.Open(cur), start: cur.StartedAt, last: cur.FinishedAt}
+			st = &stream{sink: d.Open(cur), start: cur.StartedAt}
+			st.pos[0].last, st.pos[1].last = cur.FinishedAt, cur.FinishedAt
 			d.Log.Info("following gctrace", "container", cur.Name, "service", cur.Service, "started", cur.StartedAt)
 		} else if !cur.StartedAt.Equal(st.start) {
 			// Its lines follow the old process's in the log, but the
@@ -183,7 +208,7 @@ func (d *Docker) follow(ctx context.Context, id string) {
 	}
 }
 
-// stream follows the log of the running process from st.last until the
+// stream follows the log of the running process from st.since() until the
 // process ends. A watchdog ends a follow the engine keeps open after the
 // container stopped or was removed (seen on Docker 20.10).
 func (d *Docker) stream(ctx context.Context, id string, cur dockerx.Container, st *stream) error {
@@ -205,7 +230,7 @@ func (d *Docker) stream(ctx context.Context, id string, cur dockerx.Container, s
 			}
 		}
 	}()
-	rc, err := d.Engine.Logs(sctx, id, st.last, true)
+	rc, err := d.Engine.Logs(sctx, id, st.since(), true)
 	if err != nil {
 		if sctx.Err() != nil {
 			return ctx.Err()
@@ -213,7 +238,7 @@ func (d *Docker) stream(ctx context.Context, id string, cur dockerx.Container, s
 		return err
 	}
 	defer rc.Close()
-	st.skip = st.atLast
+	st.rewind()
 	err = d.read(rc, cur.Tty, st)
 	if sctx.Err() != nil && ctx.Err() == nil {
 		return nil // the watchdog's doing: the process ended
@@ -221,9 +246,9 @@ func (d *Docker) stream(ctx context.Context, id string, cur dockerx.Container, s
 	return err
 }
 
-// catchUp reads whatever the log holds after st.last, without following.
+// catchUp reads whatever the log holds after st.since(), without following.
 func (d *Docker) catchUp(ctx context.Context, id string, cur dockerx.Container, st *stream) error {
-	rc, err := d.Engine.Logs(ctx, id, st.last, false)
+	rc, err := d.Engine.Logs(ctx, id, st.since(), false)
 	if dockerx.IsNotFound(err) {
 		return nil
 	}
@@ -231,7 +256,7 @@ func (d *Docker) catchUp(ctx context.Context, id string, cur dockerx.Container, 
 		return err
 	}
 	defer rc.Close()
-	st.skip = st.atLast
+	st.rewind()
 	return d.read(rc, cur.Tty, st)
 }
 
@@ -275,17 +300,21 @@ func (st *stream) message(p []byte, sp *splitter) {
 	if err != nil {
 		return
 	}
+	ps := &st.pos[0]
+	if sp == &st.err {
+		ps = &st.pos[1]
+	}
 	switch {
-	case ts.Before(st.last):
+	case ts.Before(ps.last):
 		return
-	case ts.Equal(st.last):
-		if st.skip > 0 {
-			st.skip--
+	case ts.Equal(ps.last):
+		if ps.skip > 0 {
+			ps.skip--
 			return
 		}
-		st.atLast++
+		ps.atLast++
 	default:
-		st.last, st.atLast = ts, 1
+		ps.last, ps.atLast = ts, 1
 	}
 	st.ts = ts
 	text := p[sep+1:]

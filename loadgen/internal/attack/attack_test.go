@@ -195,12 +195,27 @@ func TestLatencyOfDelayedHandler(t *testing.T) {
 		{Mode: Closed, Concurrency: 4, Duration: time.Second},
 		{Mode: Open, Rate: 100, Duration: time.Second},
 	} {
-		a, _ := newAttacker(t)
 		s.URL = srv.URL
-		l := mustRun(t, a, s).Latency()
-		// 21 ms plus HdrHistogram's 0.1 % resolution at 3 significant figures.
-		if l.P50 < 0.020 || l.P50 > 0.021*1.001 {
-			t.Errorf("%s: p50 %.6fs, want 20..21 ms", s.Mode, l.P50)
+		// Never below the true 20 ms, whatever the machine does; within
+		// 21 ms (plus HdrHistogram's 0.1 % resolution) in at least one of
+		// three tries: on a shared 2-core CI machine a busy neighbour can
+		// delay every response of a 1 s try, which says nothing about the
+		// instrument, while a loadgen that adds its own overhead fails all
+		// three.
+		var p50s []float64
+		for try := 0; try < 3; try++ {
+			a, _ := newAttacker(t)
+			l := mustRun(t, a, s).Latency()
+			if l.P50 < 0.020 {
+				t.Fatalf("%s: p50 %.6fs is below the handler's 20 ms: the measurement under-reports", s.Mode, l.P50)
+			}
+			p50s = append(p50s, l.P50)
+			if l.P50 <= 0.021*1.001 {
+				break
+			}
+		}
+		if last := p50s[len(p50s)-1]; last > 0.021*1.001 {
+			t.Errorf("%s: p50 %v s in three tries, want one within 20..21 ms", s.Mode, p50s)
 		}
 	}
 }

@@ -120,3 +120,12 @@ func args(t *testing.T, dir string, extra ...string) []string {
 }
 
 var _ Attacker = (*attack.Attacker)(nil)
+
+func mustScenario(t *testing.T, name string) plan.Scenario {
+	t.Helper()
+	sc, err := plan.LookupScenario(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}

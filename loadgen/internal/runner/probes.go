@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
@@ -190,8 +191,12 @@ func countTimeWait(path string, port int) (all, atPort int) {
 		return 0, 0
 	}
 	defer f.Close()
+	return countTimeWaitIn(f, port)
+}
+
+func countTimeWaitIn(r io.Reader, port int) (all, atPort int) {
 	hexPort := fmt.Sprintf(":%04X", port)
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

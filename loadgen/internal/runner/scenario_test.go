@@ -1,0 +1,202 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/plan"
+)
+
+// authProxy is a real HTTP server checking the API key the way the
+// proxies' /auth/ routes do; leaky lets a wrong key through.
+func authProxy(t *testing.T, leaky bool) *httptest.Server {
+	return fakeProxy(t, func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/auth"); ok {
+			key := r.Header.Get(plan.APIKeyHeader)
+			if !slices.Contains(plan.ValidAPIKeys, key) && !(leaky && key == plan.WrongAPIKey) {
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, "invalid api key\n")
+				return
+			}
+			r.URL.Path = rest
+		}
+		origin(w, r)
+	})
+}
+
+func TestAuthMixCountsEachVariant(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		leaky     bool
+		wantWrong bool
+	}{
+		{"exact proxy", false, false},
+		{"proxy letting a wrong key through", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			srv := authProxy(t, tt.leaky)
+			code := run(context.Background(), args(t, dir, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-scenarios", "auth",
+				"-rate", "400", "-auth-invalid", "0.1"),
+				io.Discard, io.Discard, testLog(t), env{target: targets(map[string]*httptest.Server{"nginx": srv}), docker: noDocker, clock: &sleeper{}})
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			m, err := manifest.Read(filepath.Join(dir, "t1", "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sd := m.Cells[0].ScenarioData
+			if sd == nil || len(sd.Variants) != 3 || sd.AuthWrong == nil {
+				t.Fatalf("scenario data %+v", sd)
+			}
+			// Open loop: each variant sends exactly its share of 400 req/s.
+			for name, want := range map[string]int64{"valid": 360, "missing": 20, "wrong": 20} {
+				if got := sd.Variants[name].Requests; math.Abs(float64(got-want)) > 1 {
+					t.Errorf("%s: %d requests, want %d", name, got, want)
+				}
+			}
+			if got := sd.Variants["missing"].Codes["401"]; got != sd.Variants["missing"].Requests {
+				t.Errorf("missing key: %d 401s of %d", got, sd.Variants["missing"].Requests)
+			}
+			if (*sd.AuthWrong > 0) != tt.wantWrong {
+				t.Errorf("auth_wrong %d, want wrong answers: %v", *sd.AuthWrong, tt.wantWrong)
+			}
+			if c := m.Cells[0]; c.Requests != sd.Variants["valid"].Requests+sd.Variants["missing"].Requests+sd.Variants["wrong"].Requests {
+				t.Errorf("cell requests %d are not the sum of the variants %+v", c.Requests, sd.Variants)
+			}
+		})
+	}
+}
+
+func TestSplitSpec(t *testing.T) {
+	t.Parallel()
+	vs := []plan.Variant{{Name: "valid", Share: 0.9}, {Name: "missing", Share: 0.05}, {Name: "wrong", Share: 0.05}}
+	tests := []struct {
+		name     string
+		spec     attack.Spec
+		wantConc []int
+		wantRate []float64
+	}{
+		{"closed splits connections, at least one each", attack.Spec{Mode: attack.Closed, Concurrency: 10}, []int{9, 1, 1}, []float64{0, 0, 0}},
+		{"open splits the rate", attack.Spec{Mode: attack.Open, Rate: 1000, Concurrency: 100}, []int{90, 5, 5}, []float64{900, 50, 50}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for i, s := range splitSpec(tt.spec, vs) {
+				if s.Concurrency != tt.wantConc[i] || math.Abs(s.Rate-tt.wantRate[i]) > 1e-9 {
+					t.Errorf("variant %s: concurrency %d rate %g, want %d %g", vs[i].Name, s.Concurrency, s.Rate, tt.wantConc[i], tt.wantRate[i])
+				}
+			}
+		})
+	}
+}
+
+func TestScenarioDataRateLimit(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	c := plan.Cell{LimitRPS: 1000, LimitBurst: 50}
+	tests := []struct {
+		name     string
+		ok, lim  int64
+		wantPrec float64
+	}{
+		{"exact limiter", 10050, 4950, 1},
+		{"too strict", 9050, 5950, 0.9},
+		{"counting denied requests too (haproxy http_req_rate)", 3383, 11617, 0.3333},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			mc := manifest.Cell{Start: start, End: start.Add(10 * time.Second), Requests: tt.ok + tt.lim,
+				Codes: map[string]int64{"200": tt.ok, "429": tt.lim}}
+			sd := scenarioData(c, &mc, nil, probes{})
+			if sd == nil || math.Abs(sd.Precision-tt.wantPrec) > 1e-3 || sd.OfferedRPS != 1500 || sd.LimitedRPS != float64(tt.lim)/10 {
+				t.Errorf("got %+v, want precision %g", sd, tt.wantPrec)
+			}
+		})
+	}
+	if sd := scenarioData(plan.Cell{}, &manifest.Cell{Start: start, End: start.Add(time.Second)}, nil, probes{}); sd != nil {
+		t.Errorf("simple cell got scenario data %+v", sd)
+	}
+}
+
+func TestCountTimeWait(t *testing.T) {
+	t.Parallel()
+	all, at := countTimeWait(filepath.Join("testdata", "proc_net_tcp"), 8882) // 0x22B2
+	if all != 3 || at != 2 {
+		t.Errorf("TIME_WAIT %d, at :8882 %d; want 3 and 2", all, at)
+	}
+	if all, at := countTimeWait(filepath.Join("testdata", "missing"), 8882); all != 0 || at != 0 {
+		t.Errorf("missing table counted %d %d", all, at)
+	}
+}
+
+// TestWorkingSet reads a cgroup v1 fixture laid out as Docker's cgroupfs
+// driver does; not parallel: it points cgroupRoot at the fixture.
+func TestWorkingSet(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "memory", "docker", "abc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "memory.usage_in_bytes"), []byte("12378112\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "memory.stat"), []byte("cache 8192\ntotal_rss 10985472\ntotal_inactive_file 8192\n"), 0o644)
+	old := cgroupRoot
+	cgroupRoot = root
+	defer func() { cgroupRoot = old }()
+	if got, err := workingSet("abc"); err != nil || got != 12378112-8192 {
+		t.Errorf("working set %d (%v), want %d", got, err, 12378112-8192)
+	}
+	if _, err := workingSet("nope"); err == nil || !strings.Contains(err.Error(), "no memory cgroup") {
+		t.Errorf("missing cgroup: %v", err)
+	}
+}
+
+func TestHeldConns(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		c    plan.Cell
+		want int
+	}{
+		{plan.Cell{Mode: "closed", Concurrency: 10000, DelayS: 2}, 10000},
+		{plan.Cell{Mode: "open", Rate: 1000, Concurrency: 10000, DelayS: 2}, 2000},
+		{plan.Cell{Mode: "open", Rate: 10000, Concurrency: 5000, DelayS: 2}, 5000},
+	}
+	for _, tt := range tests {
+		if got := heldConns(tt.c); got != tt.want {
+			t.Errorf("%+v: %d, want %d", tt.c, got, tt.want)
+		}
+	}
+}
+
+// FuzzProcParsers: the /proc and cgroup parsers never panic and never
+// count more TIME_WAIT sockets than lines.
+func FuzzProcParsers(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "proc_net_tcp"))
+	f.Add(b, 8882)
+	f.Add([]byte("total_inactive_file 8192\n"), 0)
+	f.Fuzz(func(t *testing.T, data []byte, port int) {
+		all, at := countTimeWaitIn(bytes.NewReader(data), port)
+		if at > all || all > bytes.Count(data, []byte("\n"))+1 {
+			t.Errorf("counted %d (%d at port) in %d lines", all, at, bytes.Count(data, []byte("\n"))+1)
+		}
+		statValue(data, "total_inactive_file")
+	})
+}
