@@ -36,7 +36,10 @@ trap 'say "interrupted: finishing the report of what was measured"' INT TERM
 export CGO_ENABLED=0
 go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./reporter || exit 1
 
-.cache/dist/loadgen run "${args[@]}"
+# One load on the stack at a time (scripts/e2e.sh and tests take it too).
+mkdir -p .cache
+flock -n .cache/stack.lock true || say "waiting for another run on the stack to finish (.cache/stack.lock)"
+flock .cache/stack.lock .cache/dist/loadgen run "${args[@]}"
 lrc=$?
 .cache/dist/reporter build -prom "${PROM:-http://127.0.0.1:9090}" -run "$run" -results "$results"
 rrc=$?

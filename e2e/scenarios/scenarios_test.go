@@ -155,9 +155,15 @@ func TestPayload(t *testing.T) {
 	ran, skipped := cells(t, m)
 	for _, sc := range []string{"payload-1k", "payload-64k", "payload-1m", "upload-64k"} {
 		for proxy, c := range byScenario(t, ran, skipped, sc) {
-			// Traefik drops a few 64 KiB uploads' connections (eof) under load:
-			// allowed at 1 %, reported in docs/scenarios.md.
-			noErrors(t, c, 0.01)
+			// Traefik ends some keep-alive connections of 64 KiB POSTs before
+			// the response (eof; 0.6-3.3 % here, with the lean client and with
+			// net/http alike): its finding, reported in docs/scenarios.md.
+			// What this test checks is that bytes/s matches the 2xx.
+			allowed := 0.0
+			if proxy == "traefik" && sc == "upload-64k" {
+				allowed = 0.05
+			}
+			noErrors(t, c, allowed)
 			sd := c.ScenarioData
 			if sd == nil || sd.BodyBytes == 0 {
 				t.Fatalf("%s %s: no payload data", proxy, sc)
