@@ -129,7 +129,14 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	b.add("wrong", counter("proxybench_wrong_origin_total", sel, "", traffic))
 	b.add("sched", counter("proxybench_open_loop_scheduled_total", sel, "", traffic))
 	b.add("sent", counter("proxybench_open_loop_sent_total", sel, "", traffic))
-	b.add("inflight", fmt.Sprintf("sum(avg_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, exact.W, exact.E))
+	// In-flight is a gauge sampled once a second: a scrape in the first or
+	// last second can catch the connections still dialling or draining, so
+	// Little's law is checked on the steady part of windows long enough.
+	steady := exact
+	if w.End.Sub(w.Start) > 3*time.Second {
+		steady = newSpan(w.Start.Add(time.Second), w.End.Add(-time.Second))
+	}
+	b.add("inflight", fmt.Sprintf("sum(avg_over_time(proxybench_requests_in_flight%s[%s] @ %s))", sel, steady.W, steady.E))
 	b.add("scrapes", fmt.Sprintf("max(count_over_time(proxybench_requests_total%s[%s] @ %s))", sel, exact.W, exact.E))
 	// A recreated container leaves its old cgroup's series behind for a
 	// while under the same service: the one that burnt CPU in the window is
