@@ -22,7 +22,7 @@ empty :=
 space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
-PHONY_EXTRA := prepare perf-exporter
+PHONY_EXTRA := prepare perf-exporter bench-slow10k
 .PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
 
 help: ## this list
@@ -32,6 +32,10 @@ bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS S
 	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
 	  -isolate='$(ISOLATE)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+
+bench-slow10k: ## 10,000 held connections through every proxy (slow scenario, 2 s delay); restores proxies a run OOM-kills
+	@scripts/bench.sh -scenarios slow -slow-delay 2s -concurrency 10000 -origins fast -tier 10s -timeout 30s \
+	  -proxies '$(call csv,$(PROXIES))' -results '$(RESULTS)'; rc=$$?; scripts/stack.sh up >/dev/null; exit $$rc
 
 up: ## the stack alone (engine and images ensured); Grafana at http://127.0.0.1:3000 when online
 	@scripts/stack.sh up

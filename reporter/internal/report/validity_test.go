@@ -1,6 +1,7 @@
 package report
 
 import (
+	"proxybench/internal/manifest"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,17 @@ func TestCheckSLO(t *testing.T) {
 	CheckSLO(&c, SLO{P99: 40 * time.Millisecond})
 	if !c.SLOPassed() || !strings.Contains(c.SLO[0].Note, "exact") {
 		t.Fatalf("exact p99 30 ms must pass: %+v", c.SLO)
+	}
+	// Slow upstream: 2.03 s p99 behind a 2 s origin delay is 30 ms of proxy.
+	c.Latency.Exact = &Exact{P99: 2.03}
+	c.ScenarioData = &manifest.ScenarioData{DelayS: 2}
+	CheckSLO(&c, SLO{P99: 40 * time.Millisecond})
+	if !c.SLOPassed() || !strings.Contains(c.SLO[0].Note, "delay") {
+		t.Fatalf("p99 minus the 2 s delay is 30 ms and must pass: %+v", c.SLO)
+	}
+	c.Latency.Exact = &Exact{P99: 2.05}
+	CheckSLO(&c, SLO{P99: 40 * time.Millisecond})
+	if c.SLOPassed() {
+		t.Fatalf("p99 minus the 2 s delay is 50 ms and must fail: %+v", c.SLO)
 	}
 }
