@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,12 +83,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	am := attack.NewMetrics(reg)
 	cm := cellmetrics.New(reg)
-	stopServer, metricsAddr, err := serveMetrics(p.MetricsAddr, reg, log)
+	stopServer, metricsAddr, scraped, err := serveMetrics(p.MetricsAddr, reg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
 		return ExitError
 	}
 	defer stopServer()
+	// The mirror of linger: a first cell that starts before Prometheus has
+	// scraped this new process has its first second unseen server-side
+	// (seen: a 3 s cell right after make up judged too_few_samples).
+	if wait := time.Duration(p.Linger); wait > 0 {
+		select {
+		case <-scraped:
+		case <-ctx.Done():
+		case <-time.After(wait):
+			log.Warn("Prometheus has not scraped /metrics yet; the first cell's server-side series may start late", "waited", wait.String(), "metrics", metricsAddr)
+		}
+	}
 
 	var dc Docker
 	if c, err := e.docker(ctx); err != nil {
@@ -136,14 +148,21 @@ func report(out *Outcome, stdout io.Writer, log *slog.Logger) int {
 	return ExitOK
 }
 
-// serveMetrics serves /metrics for the whole run; stop shuts it down.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), bound string, err error) {
+// serveMetrics serves /metrics for the whole run; stop shuts it down and
+// scraped is closed once the first scrape has been answered.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), bound string, scraped <-chan struct{}, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("metrics address %s: %w (another loadgen running? pick one with -metrics-addr)", addr, err)
+		return nil, "", nil, fmt.Errorf("metrics address %s: %w (another loadgen running? pick one with -metrics-addr)", addr, err)
 	}
+	first := make(chan struct{})
+	var once sync.Once
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
+	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		once.Do(func() { close(first) })
+	}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -154,7 +173,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, ln.Addr().String(), nil
+	}, ln.Addr().String(), first, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -63,7 +63,7 @@ func TestTimingGuaranteeWithPrometheus(t *testing.T) {
 	defer func() { prom.Process.Kill(); prom.Wait() }()
 
 	reg := prometheus.NewRegistry()
-	stop, _, err := serveMetrics(loadgenAddr, reg, testLog(t))
+	stop, _, _, err := serveMetrics(loadgenAddr, reg, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
