@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"math"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"proxybench/internal/promcheck"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -139,35 +136,10 @@ func TestMetricsCountEverything(t *testing.T) {
 	if res.Requests != 200 || res.Codes[418] != 200 {
 		t.Errorf("window: %d requests %v", res.Requests, res.Codes)
 	}
-	promtoolCheck(t, text)
+	promcheck.Metrics(t, []byte(text))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-// promtoolCheck lints the exposition with promlint and, when the pinned
-// promtool is built (scripts/gobin.sh promtool), with promtool check metrics.
-func promtoolCheck(t *testing.T, text string) {
-	t.Helper()
-	// promlint is the linter behind promtool check metrics; run it always.
-	problems, err := promlint.New(strings.NewReader(text)).Lint()
-	if err != nil || len(problems) > 0 {
-		t.Errorf("promlint: %v %v", err, problems)
-	}
-	bin := os.Getenv("PROMTOOL")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../../.cache/bin/promtool-v0.316.0")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Logf("promtool not built (%s): skipping promtool check metrics", bin)
-		return
-	}
-	cmd := exec.Command(bin, "check", "metrics")
-	cmd.Stdin = strings.NewReader(text)
-	out, err := cmd.CombinedOutput()
-	if err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
-	}
-}
 
 func countBelow(res *Result, sec float64) int64 {
 	var n int64

@@ -11,14 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"proxybench/internal/promcheck"
 	"strings"
 	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"proxybench/loadgen/internal/attack"
 )
@@ -166,31 +165,7 @@ func TestAttackJSON(t *testing.T) {
 			t.Errorf("scrape lacks %q", want)
 		}
 	}
-	promtoolCheck(t, scrape)
-}
-
-// promtoolCheck lints the exposition with promlint (the linter behind
-// promtool check metrics) and, when the pinned promtool is built, with
-// promtool itself.
-func promtoolCheck(t *testing.T, text []byte) {
-	t.Helper()
-	problems, err := promlint.New(bytes.NewReader(text)).Lint()
-	if err != nil || len(problems) > 0 {
-		t.Errorf("promlint: %v %v", err, problems)
-	}
-	bin := os.Getenv("PROMTOOL")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../../.cache/bin/promtool-v0.316.0")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Logf("promtool not built (%s): skipping promtool check metrics", bin)
-		return
-	}
-	cmd := exec.Command(bin, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(text)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
-	}
+	promcheck.Metrics(t, scrape)
 }
 
 // TestSummaryGolden pins the text summary for a fixed result.
