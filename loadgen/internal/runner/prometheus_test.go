@@ -10,9 +10,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"proxybench/internal/promtest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,22 +46,13 @@ func prometheusBin(t *testing.T) string {
 // window series in Prometheus are the manifest's window.
 func TestTimingGuaranteeWithPrometheus(t *testing.T) {
 	t.Parallel()
-	bin := prometheusBin(t)
+	prometheusBin(t) // skips without the pinned binary
 	dir := t.TempDir()
-	loadgenAddr, promAddr := freeAddr(t), freeAddr(t)
-	cfg := fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms}\nscrape_configs:\n- job_name: loadgen\n  static_configs: [{targets: ['%s']}]\n", loadgenAddr)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	loadgenAddr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	prom := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+promAddr, "--log.level=warn")
-	prom.Stdout, prom.Stderr = io.Discard, io.Discard
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { prom.Process.Kill(); prom.Wait() }()
+	prom := promtest.Start(t, promtest.Options{Targets: []string{loadgenAddr}, Job: "loadgen"})
+	promAddr := strings.TrimPrefix(prom.URL, "http://")
 
 	reg := prometheus.NewRegistry()
 	stop, _, _, err := serveMetrics(loadgenAddr, reg, testLog(t))
@@ -68,7 +60,6 @@ func TestTimingGuaranteeWithPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	waitReady(t, ctx, "http://"+promAddr+"/-/ready")
 	// Prometheus applies new targets up to 5 s after start: wait for the
 	// first scrape, as a stack that is up long before a run would have had.
 	for query(t, ctx, promAddr, `count(up{job="loadgen"} == 1) or vector(0)`, time.Now()) != 1 {
@@ -114,20 +105,6 @@ func TestTimingGuaranteeWithPrometheus(t *testing.T) {
 }
 
 func seconds(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
-
-func waitReady(t *testing.T, ctx context.Context, u string) {
-	t.Helper()
-	for ctx.Err() == nil {
-		if resp, err := http.Get(u); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatal("Prometheus not ready")
-}
 
 // query runs an instant query at ts and returns its single value.
 func query(t *testing.T, ctx context.Context, addr, q string, ts time.Time) float64 {

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"proxybench/internal/promtest"
 	"proxybench/reporter/internal/promapi"
-	"proxybench/reporter/internal/promtest"
 	"proxybench/reporter/internal/report"
 )
 

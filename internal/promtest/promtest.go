@@ -86,7 +86,8 @@ func Backfill(t testing.TB, openMetrics []byte) string {
 // Options configure a Prometheus instance.
 type Options struct {
 	DataDir        string        // TSDB path; a temp dir when empty
-	Targets        []string      // host:port scraped as job "test"
+	Targets        []string      // host:port scraped as job Job
+	Job            string        // default "test"
 	ScrapeInterval time.Duration // default 1s
 	Native         bool          // scrape native histograms (classic buckets kept too)
 }
@@ -127,10 +128,13 @@ func Start(t testing.TB, o Options) *Server {
 	if o.ScrapeInterval == 0 {
 		o.ScrapeInterval = time.Second
 	}
+	if o.Job == "" {
+		o.Job = "test"
+	}
 	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", o.ScrapeInterval, o.ScrapeInterval)
 	if len(o.Targets) > 0 {
-		cfg += fmt.Sprintf("scrape_configs:\n  - job_name: test\n    scrape_native_histograms: %t\n    always_scrape_classic_histograms: true\n    static_configs:\n      - targets: ['%s']\n",
-			o.Native, strings.Join(o.Targets, "','"))
+		cfg += fmt.Sprintf("scrape_configs:\n  - job_name: %s\n    scrape_native_histograms: %t\n    always_scrape_classic_histograms: true\n    static_configs:\n      - targets: ['%s']\n",
+			o.Job, o.Native, strings.Join(o.Targets, "','"))
 	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
