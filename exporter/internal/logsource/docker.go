@@ -109,38 +109,30 @@ type stream struct {
 	sink Sink
 	// start names the newest process seen (container StartedAt).
 	start time.Time
-	// pos is where each output (stdout, stderr) is. The engine stamps the
-	// two outputs in separate goroutines, so across them the log is not in
-	// timestamp order (seen under load: a stderr gc line stamped before
-	// the stdout line written ahead of it); within one output it is.
-	pos      [2]position
+	// last is the newest timestamp seen on each output (stdout, stderr); a
+	// (re)connect reads from the older of the two (the engine includes it).
+	last [2]time.Time
+	// The log is not in timestamp order: the engine stamps the two outputs
+	// in separate goroutines, and at a restart the old process's last lines
+	// can be stamped after the new process's first (both seen under load).
+	// So lines are told apart by content, not by position: seen holds every
+	// message of the last dedupeWindow, and older ones were handled by an
+	// earlier read.
+	seen     map[string]time.Time
+	newest   time.Time
 	out, err splitter
 	ts       time.Time
 }
 
-// position is the newest line timestamp handled on one output and how many
-// lines carried exactly it; a reconnect asks for lines since the older of
-// the two outputs' positions (the engine includes it) and each output skips
-// what it already handled.
-type position struct {
-	last   time.Time
-	atLast int
-	skip   int
-}
+// dedupeWindow bounds how far out of order the engine's log can be.
+const dedupeWindow = 10 * time.Second
 
 // since is where a (re)connect must start so neither output misses a line.
 func (st *stream) since() time.Time {
-	if st.pos[1].last.Before(st.pos[0].last) {
-		return st.pos[1].last
+	if st.last[1].Before(st.last[0]) {
+		return st.last[1]
 	}
-	return st.pos[0].last
-}
-
-// rewind makes each output skip the lines at its position it already handled.
-func (st *stream) rewind() {
-	for i := range st.pos {
-		st.pos[i].skip = st.pos[i].atLast
-	}
+	return st.last[0]
 }
 
 // follow reads one container's log until ctx ends or it is removed.
@@ -167,8 +159,8 @@ func (d *Docker) follow(ctx context.Context, id string) {
 			ctr = cur
 			// Since the previous process exited (zero: from the first
 			// line): the current process's lines from its very first.
-			st = &stream{sink: d.Open(cur), start: cur.StartedAt}
-			st.pos[0].last, st.pos[1].last = cur.FinishedAt, cur.FinishedAt
+			st = &stream{sink: d.Open(cur), start: cur.StartedAt, seen: map[string]time.Time{}}
+			st.last[0], st.last[1] = cur.FinishedAt, cur.FinishedAt
 			d.Log.Info("following gctrace", "container", cur.Name, "service", cur.Service, "started", cur.StartedAt)
 		} else if !cur.StartedAt.Equal(st.start) {
 			// Its lines follow the old process's in the log, but the
@@ -238,7 +230,6 @@ func (d *Docker) stream(ctx context.Context, id string, cur dockerx.Container, s
 		return err
 	}
 	defer rc.Close()
-	st.rewind()
 	err = d.read(rc, cur.Tty, st)
 	if sctx.Err() != nil && ctx.Err() == nil {
 		return nil // the watchdog's doing: the process ended
@@ -256,7 +247,6 @@ func (d *Docker) catchUp(ctx context.Context, id string, cur dockerx.Container, 
 		return err
 	}
 	defer rc.Close()
-	st.rewind()
 	return d.read(rc, cur.Tty, st)
 }
 
@@ -300,21 +290,31 @@ func (st *stream) message(p []byte, sp *splitter) {
 	if err != nil {
 		return
 	}
-	ps := &st.pos[0]
+	out := 0
 	if sp == &st.err {
-		ps = &st.pos[1]
+		out = 1
 	}
-	switch {
-	case ts.Before(ps.last):
+	if ts.After(st.last[out]) {
+		st.last[out] = ts
+	}
+	if ts.After(st.newest) {
+		st.newest = ts
+	}
+	horizon := st.newest.Add(-dedupeWindow)
+	if ts.Before(horizon) {
+		return // handled by an earlier read
+	}
+	key := string(rune('0'+out)) + string(p)
+	if _, dup := st.seen[key]; dup {
 		return
-	case ts.Equal(ps.last):
-		if ps.skip > 0 {
-			ps.skip--
-			return
+	}
+	st.seen[key] = ts
+	if len(st.seen) > 4096 {
+		for k, t := range st.seen {
+			if t.Before(horizon) {
+				delete(st.seen, k)
+			}
 		}
-		ps.atLast++
-	default:
-		ps.last, ps.atLast = ts, 1
 	}
 	st.ts = ts
 	text := p[sep+1:]
