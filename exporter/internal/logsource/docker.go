@@ -323,7 +323,18 @@ func (st *stream) message(p []byte, sp *splitter) {
 		return
 	}
 	sp.write(text, st.emit)
+	// The engine cuts a line it is still waiting on at exactly its buffer
+	// size; a shorter message without a newline is what a process printed
+	// last before it died (a gc line torn by SIGKILL). Ending it here keeps
+	// the next process's first line from being glued onto it.
+	if n := len(text); n > 0 && n < enginePartialSize && text[n-1] != '\n' {
+		sp.flush(st.emit)
+	}
 }
+
+// enginePartialSize is the size at which the engine's log copier splits a
+// line without a newline into partial messages (moby daemon/logger/copier.go).
+const enginePartialSize = 16 << 10
 
 func (st *stream) emit(l []byte) { st.sink.Line(st.ts, l) }
 

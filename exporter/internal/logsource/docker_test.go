@@ -188,7 +188,7 @@ func TestDockerFollowsAcrossRestartsAndBreaks(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // anything extra would show up now
 	got, other, _ := rec.snapshot()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("sink saw %d events, docker logs hold %d:\n got %v\nwant %v", len(got), len(want), got, want)
+		t.Errorf("sink saw %d events, docker logs hold %d; %s", len(got), len(want), firstDiff(got, want))
 	}
 	t.Logf("%d gc lines over %d runs, %d other lines", len(want), runs, other)
 	// Three starts (a slow one under load may print no gc line at all).
@@ -221,6 +221,18 @@ func TestDockerFollowsAcrossRestartsAndBreaks(t *testing.T) {
 	}
 }
 
+// firstDiff describes where got and want part, with a few events of
+// context, so a failure names the line lost or doubled.
+func firstDiff(got, want []string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	lo := max(i-3, 0)
+	return fmt.Sprintf("first difference at event %d: got %v, want %v",
+		i, got[lo:min(i+4, len(got))], want[lo:min(i+4, len(want))])
+}
+
 // dockerGCLines is the oracle: the gc lines of every run in `docker logs`,
 // in order, and how many runs (processes) they came from.
 func dockerGCLines(t *testing.T, name string) ([]string, int) {
@@ -246,4 +258,62 @@ func dockerGCLines(t *testing.T, name string) ([]string, int) {
 		t.Fatalf("only %d gc lines in docker logs; the program did not run as expected", len(out))
 	}
 	return out, runs
+}
+
+// TestDockerTornLastLine runs a real container twice whose process dies
+// with a gc line half printed, as SIGKILL leaves it. Each torn line must
+// reach the sink on its own, not glued to the next run's first line.
+func TestDockerTornLastLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cli, err := dockerx.New(ctx)
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	defer cli.Close()
+	img := debianImage(t)
+
+	project := fmt.Sprintf("proxybench-torn-test-%d", os.Getpid())
+	name := project + "-gc"
+	script := `printf 'gc 1 @0.001s 0%%: 0.010+0.1+0.002 ms clock\n' >&2; printf 'gc 2 @0.002s 0%%: 0.0' >&2`
+	if b, err := exec.Command("docker", "create", "--name", name, "--network", "none",
+		"--label", dockerx.LabelProject+"="+project, "--label", dockerx.LabelGCTrace+"=true",
+		img, "sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("docker create: %v\n%s", err, b)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
+
+	rec := &recorder{}
+	src := &Docker{
+		Engine:   cli,
+		Labels:   []string{dockerx.LabelProject + "=" + project, dockerx.LabelGCTrace + "=true"},
+		Open:     func(dockerx.Container) Sink { return rec },
+		Close:    func(dockerx.Container, Sink) {},
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Interval: 200 * time.Millisecond,
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- src.Run(sctx) }()
+	time.Sleep(500 * time.Millisecond) // following the created container
+	for range 2 {
+		if b, err := exec.Command("docker", "start", "-a", name).CombinedOutput(); err != nil {
+			t.Fatalf("docker start: %v\n%s", err, b)
+		}
+		time.Sleep(1500 * time.Millisecond) // seen stopped before the next start
+	}
+	want := []string{"gc 1", "gc 2", "gc 1", "gc 2"}
+	var got []string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, _, _ = rec.snapshot(); len(got) >= len(want) {
+			break
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("sink saw %v, want %v (each torn line on its own)", got, want)
+	}
 }

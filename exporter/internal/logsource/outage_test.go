@@ -145,7 +145,7 @@ func TestDockerSurvivesEngineOutage(t *testing.T) {
 		t.Errorf("sink told of %d restarts, want 1", n)
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("sink saw %d events, docker logs hold %d:\n got %v\nwant %v", len(got), len(want), got, want)
+		t.Errorf("sink saw %d events, docker logs hold %d; %s", len(got), len(want), firstDiff(got, want))
 	}
 	stop()
 	if err := <-done; err != nil {
