@@ -91,6 +91,9 @@ func TestServesGCTraceFromFile(t *testing.T) {
 			t.Errorf("metrics lack %q", s)
 		}
 	}
+	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz: %v %v, want 200", resp, err)
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit code %d after cancel, want 0", code)
