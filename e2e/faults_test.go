@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -155,16 +156,15 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// waitHealthy waits as `make up` does: docker's own probe runs only every
+// 15 s, so stack.sh also asks each container's health URL itself.
 func waitHealthy(t *testing.T, name string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if docker(t, "inspect", "-f", "{{.State.Health.Status}}", name) == "healthy" {
-			return
-		}
-		time.Sleep(time.Second)
+	cmd := exec.Command("../scripts/stack.sh", "wait")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("WAIT_SECONDS=%d", int(within.Seconds())))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s not healthy again within %s: %v\n%s", name, within, err, out)
 	}
-	t.Fatalf("%s not healthy again within %s", name, within)
 }
 
 func TestProxyKilledMidCell(t *testing.T) {

@@ -16,11 +16,26 @@ services() {
   echo "$s"
 }
 
+# ready NAME STATUS: docker's healthcheck passed, or the container is up and
+# its healthcheck URL answers from here. Docker probes only every 15 s (a
+# probe is an exec inside the container: at 2 s across the stack they cost
+# dockerd and containerd a tenth of a core and landed in the proxies' own
+# CPU); asking the same URL ourselves keeps `up` as quick as before.
+ready() {
+  local url
+  case $2 in *'(healthy)'*) return 0 ;; Up*) ;; *) return 1 ;; esac
+  url=$(docker inspect -f '{{range .Config.Healthcheck.Test}}{{.}} {{end}}' "$1" 2>/dev/null | awk '{print $NF}')
+  [[ $url == http://127.0.0.1:* ]] && curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null
+}
+
 wait_healthy() {
-  local deadline=$((SECONDS + ${WAIT_SECONDS:-120})) bad
+  local deadline=$((SECONDS + ${WAIT_SECONDS:-120})) bad name status
   while :; do
-    bad=$(docker ps -a --filter label=com.docker.compose.project=proxybench --format '{{.Names}} {{.Status}}' |
-      grep -v '(healthy)' || true)
+    bad=""
+    while read -r name status; do
+      ready "$name" "$status" || bad+="$name $status"$'\n'
+    done < <(docker ps -a --filter label=com.docker.compose.project=proxybench --format '{{.Names}} {{.Status}}')
+    bad=${bad%$'\n'}
     [ -z "$bad" ] && return 0
     # A container that exited will not become healthy: say so now.
     if [ $SECONDS -ge $deadline ] || echo "$bad" | grep -q ' Exited '; then
