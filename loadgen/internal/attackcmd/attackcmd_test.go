@@ -131,10 +131,13 @@ func TestAttackJSON(t *testing.T) {
 			"-expect-origin", "fast", "-json", "-quiet", "-metrics-addr", addr, "-linger", "2s",
 			"-proxy", "nginx", "-origin", "fast", "-scenario", "simple"}, &out, &errb, discard())
 	}()
-	// Scrape until the final values are there (during -linger).
+	// Scrape until the final values are there (during -linger). The
+	// scheduled counter is flushed by the monitor's tick, so it can trail
+	// the last response by one tick: wait for both.
 	final := []byte(`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} 100`)
+	finalScheduled := []byte(`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100`)
 	var scrape []byte
-	for i := 0; i < 100 && !bytes.Contains(scrape, final); i++ {
+	for i := 0; i < 100 && !(bytes.Contains(scrape, final) && bytes.Contains(scrape, finalScheduled)); i++ {
 		time.Sleep(50 * time.Millisecond)
 		res, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
