@@ -24,7 +24,8 @@ services() {
 ready() {
   local url
   case $2 in *'(healthy)'*) return 0 ;; Up*) ;; *) return 1 ;; esac
-  url=$(docker inspect -f '{{range .Config.Healthcheck.Test}}{{.}} {{end}}' "$1" 2>/dev/null | awk '{print $NF}')
+  url=$(docker inspect -f '{{if .Config.Healthcheck}}{{range .Config.Healthcheck.Test}}{{.}} {{end}}{{else}}none{{end}}' "$1" 2>/dev/null | awk '{print $NF}')
+  [ "$url" = none ] && return 0 # no healthcheck: running is all we can know
   [[ $url == http://127.0.0.1:* ]] && curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null
 }
 
