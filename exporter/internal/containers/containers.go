@@ -38,6 +38,9 @@ type Config struct {
 	// Housekeeping is how often cAdvisor reads each container's cgroup;
 	// fixed (not dynamic), so a 1 s scrape always sees fresh numbers.
 	Housekeeping time.Duration
+	// Jitter stretches each housekeeping period by up to this factor at
+	// random (cAdvisor's default 1.0 makes "1 s" mean 1-2 s).
+	Jitter float64
 	// CgroupPrefixes are the cgroups cAdvisor tracks at all: Docker's
 	// cgroupfs driver puts containers at /docker/<id> (cgroup v1 and v2),
 	// the systemd driver at /system.slice/docker-<id>.scope.
@@ -53,6 +56,7 @@ type Config struct {
 var DefaultConfig = Config{
 	Project:        "proxybench",
 	Housekeeping:   time.Second,
+	Jitter:         0.1,
 	CgroupPrefixes: []string{"/docker/", "/system.slice/docker-"},
 	Refresh:        time.Second,
 	SpecEvery:      5 * time.Second,
@@ -77,6 +81,9 @@ type Stats struct {
 func Start(ctx context.Context, cfg Config, docker Lister, reg prometheus.Registerer, log *slog.Logger) (*Stats, error) {
 	klog.SetSlogLogger(log.With("component", "cadvisor"))
 	hk, dynamic := cfg.Housekeeping, false
+	if cfg.Jitter >= 0 {
+		*manager.JitterFactor = cfg.Jitter
+	}
 	cache := memory.New(3*cfg.Housekeeping+time.Second, nil)
 	m, err := manager.New(cache, sysfs.NewRealSysFs(),
 		manager.HousekeepingConfig{Interval: &hk, AllowDynamic: &dynamic},
