@@ -118,8 +118,8 @@ func TestStatsForProjectContainersOnly(t *testing.T) {
 	age := time.Since(sampled)
 	ns, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
 	t.Logf("cAdvisor %.3f s CPU sampled %v ago, kernel %.3f s", got, age.Round(time.Millisecond), ns/1e9)
-	if age < 0 || age > 3*time.Second {
-		t.Errorf("sample is %v old; housekeeping every 1 s (jitter 0.1) should keep it under 1.1 s plus delays", age)
+	if age < 0 || age > 4*time.Second {
+		t.Errorf("sample is %v old; housekeeping every 1-2 s should keep it under 2 s plus delays", age)
 	}
 	if kernel := ns / 1e9; got <= 0 || got > kernel || kernel-got > 0.3*age.Seconds()+0.1 {
 		t.Errorf("cpu usage %v s, kernel says %v s %v after the sample", got, kernel, age)
