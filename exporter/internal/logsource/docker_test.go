@@ -154,17 +154,7 @@ func TestDockerFollowsAcrossRestartsAndBreaks(t *testing.T) {
 
 	rec := &recorder{}
 	eng := &flaky{Client: cli, cuts: 3, bytes: 3000}
-	src := &Docker{
-		Engine:   eng,
-		Labels:   []string{dockerx.LabelProject + "=" + project, dockerx.LabelGCTrace + "=true"},
-		Open:     func(dockerx.Container) Sink { return rec },
-		Close:    func(dockerx.Container, Sink) { rec.mu.Lock(); rec.closed = true; rec.mu.Unlock() },
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Interval: 200 * time.Millisecond,
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- src.Run(sctx) }()
+	stop := following(ctx, projectSource(eng, project, rec))
 
 	for i := 0; i < 3; i++ {
 		if err := cli.Start(ctx, ctr.ID); err != nil {
@@ -215,10 +205,31 @@ func TestDockerFollowsAcrossRestartsAndBreaks(t *testing.T) {
 	if _, _, closed := rec.snapshot(); !closed {
 		t.Error("sink not closed after the container was removed")
 	}
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Error(err)
 	}
+}
+
+// projectSource follows the gctrace containers of project into rec, and
+// marks rec closed when a container is removed.
+func projectSource(eng Engine, project string, rec *recorder) *Docker {
+	return &Docker{
+		Engine:   eng,
+		Labels:   []string{dockerx.LabelProject + "=" + project, dockerx.LabelGCTrace + "=true"},
+		Open:     func(dockerx.Container) Sink { return rec },
+		Close:    func(dockerx.Container, Sink) { rec.mu.Lock(); rec.closed = true; rec.mu.Unlock() },
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Interval: 200 * time.Millisecond,
+	}
+}
+
+// following runs src until the returned stop is called; stop returns what
+// Run returned.
+func following(ctx context.Context, src *Docker) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	return func() error { cancel(); return <-done }
 }
 
 // firstDiff describes where got and want part, with a few events of
@@ -284,17 +295,7 @@ func TestDockerTornLastLine(t *testing.T) {
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
 
 	rec := &recorder{}
-	src := &Docker{
-		Engine:   cli,
-		Labels:   []string{dockerx.LabelProject + "=" + project, dockerx.LabelGCTrace + "=true"},
-		Open:     func(dockerx.Container) Sink { return rec },
-		Close:    func(dockerx.Container, Sink) {},
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Interval: 200 * time.Millisecond,
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- src.Run(sctx) }()
+	stop := following(ctx, projectSource(cli, project, rec))
 	time.Sleep(500 * time.Millisecond) // following the created container
 	for range 2 {
 		if b, err := exec.Command("docker", "start", "-a", name).CombinedOutput(); err != nil {
@@ -309,8 +310,7 @@ func TestDockerTornLastLine(t *testing.T) {
 			break
 		}
 	}
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Error(err)
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") {

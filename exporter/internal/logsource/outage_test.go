@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -102,18 +101,9 @@ func TestDockerSurvivesEngineOutage(t *testing.T) {
 	defer cli.Close()
 
 	rec := &recorder{}
-	src := &Docker{
-		Engine:     cli,
-		Labels:     []string{dockerx.LabelProject + "=" + project, dockerx.LabelGCTrace + "=true"},
-		Open:       func(dockerx.Container) Sink { return rec },
-		Close:      func(dockerx.Container, Sink) {},
-		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Interval:   200 * time.Millisecond,
-		MaxBackoff: 500 * time.Millisecond,
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- src.Run(sctx) }()
+	src := projectSource(cli, project, rec)
+	src.MaxBackoff = 500 * time.Millisecond
+	stop := following(ctx, src)
 
 	time.Sleep(1500 * time.Millisecond)
 	if got, _, _ := rec.snapshot(); len(got) == 0 {
@@ -147,8 +137,7 @@ func TestDockerSurvivesEngineOutage(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sink saw %d events, docker logs hold %d; %s", len(got), len(want), firstDiff(got, want))
 	}
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Error(err)
 	}
 }
