@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"proxybench/internal/lockedbuf"
 )
 
 const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -522,7 +524,7 @@ func start(t *testing.T, name string, argv []string) origin {
 	port := freePort(t)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(cleanEnv(), "PORT="+port, "LISTEN_ADDR=127.0.0.1")
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -576,21 +578,4 @@ func waitHealthy(t *testing.T, o origin) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

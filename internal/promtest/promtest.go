@@ -4,7 +4,6 @@
 package promtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -13,9 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"proxybench/internal/lockedbuf"
 )
 
 // Version is the pinned Prometheus module version built by scripts/gobin.sh.
@@ -96,25 +96,7 @@ type Options struct {
 type Server struct {
 	URL string
 	cmd *exec.Cmd
-	log *lockedBuffer
-}
-
-// lockedBuffer collects the process output while tests may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log *lockedbuf.Buffer
 }
 
 // Start runs Prometheus until the test ends; it fails the test when
@@ -141,7 +123,7 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	log := &lockedBuffer{}
+	log := &lockedbuf.Buffer{}
 	cmd := exec.Command(Binary(t, "prometheus"), "--config.file="+cfgPath, "--storage.tsdb.path="+o.DataDir,
 		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = log, log
