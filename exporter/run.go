@@ -29,6 +29,7 @@ import (
 
 type config struct {
 	listen         string
+	ln             net.Listener // when set, serve on it instead of listen (tests hold their port)
 	project        string
 	docker         bool
 	cadvisor       bool
@@ -103,9 +104,12 @@ func serve(ctx context.Context, cfg config, stdin io.Reader, log *slog.Logger) e
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	gc := gcmetrics.New(reg)
 
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s (is another exporter running? pick another -listen): %w", cfg.listen, err)
+	ln := cfg.ln
+	var err error
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.listen); err != nil {
+			return fmt.Errorf("listen on %s (is another exporter running? pick another -listen): %w", cfg.listen, err)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", oneWrite(promhttp.HandlerFor(reg, promhttp.HandlerOpts{

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -33,16 +34,6 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestServesGCTraceFromFile runs the exporter without Docker on a real
 // gctrace capture being appended to a file, and scrapes it over HTTP.
 func TestServesGCTraceFromFile(t *testing.T) {
@@ -57,11 +48,25 @@ func TestServesGCTraceFromFile(t *testing.T) {
 	if err := os.WriteFile(path, capture[:half], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	cfg, err := parseFlags([]string{"-docker=false", "-nginx-status", "", "-gctrace-file", path, "-gctrace-service", "caddy"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // held from here on: no other test can take the port
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ln = ln
+	addr := ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"-listen", addr, "-docker=false", "-nginx-status", "", "-gctrace-file", path, "-gctrace-service", "caddy"}, strings.NewReader(""), io.Discard)
+		code := 0
+		if err := serve(ctx, cfg, strings.NewReader(""), slog.New(slog.DiscardHandler)); err != nil {
+			t.Log(err)
+			code = 1
+		}
+		done <- code
 	}()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -42,7 +42,7 @@ results=$PWD/.cache/e2e-results
 say "bench + report after $((SECONDS - t0)) s"
 
 export PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090
-go test -tags e2e -count=1 -p 1 -timeout 10m ./e2e/...   # one package at a time: both load the stack
+go test -tags e2e -count=1 -p 1 -timeout 15m ./e2e/...   # one package at a time: both load the stack
 go test -tags e2e -count=1 -timeout 5m -run TestLiveQueriesReturnData ./grafana/dashcheck
 # The exporter against docker logs and docker stats on the real stack. Its
 # idle-CPU figure is a measurement, not a pass/fail test (make perf-exporter).

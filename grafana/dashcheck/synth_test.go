@@ -6,20 +6,24 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"proxybench/internal/promtest"
 )
 
 // TestSyntheticStack runs the live check against a real Prometheus (the
@@ -52,7 +56,18 @@ func TestSyntheticStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	// Prometheus binds port 0 and logs what it got; its self-scrape goes
+	// through a port this test holds, forwarded once that is known.
+	var promAddr atomic.Value
+	self := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, _ := promAddr.Load().(string)
+		if a == "" {
+			http.Error(w, "prometheus not listening yet", http.StatusServiceUnavailable)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: a}).ServeHTTP(w, r)
+	}))
+	defer self.Close()
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
@@ -67,7 +82,7 @@ scrape_configs:
     static_configs: [{targets: [%q]}]
   - job_name: prometheus
     static_configs: [{targets: [%q]}]
-`, rules+"/*.rules.yml", strings.TrimPrefix(lg.URL, "http://"), strings.TrimPrefix(ex.URL, "http://"), addr)
+`, rules+"/*.rules.yml", strings.TrimPrefix(lg.URL, "http://"), strings.TrimPrefix(ex.URL, "http://"), strings.TrimPrefix(self.URL, "http://"))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +90,7 @@ scrape_configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}
+	args := []string{"--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=127.0.0.1:0", "--log.level=info"}
 	args = append(args, strings.Fields(string(flags))...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
@@ -95,6 +110,13 @@ scrape_configs:
 		}
 	}()
 
+	lctx, lcancel := context.WithTimeout(ctx, 60*time.Second)
+	addr, err := promtest.ListenAddr(lctx, func() string { b, _ := os.ReadFile(logf.Name()); return string(b) })
+	lcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	promAddr.Store(addr)
 	base := "http://" + addr
 	waitReady(t, base)
 	// Two cells of 8 s with a 3 s settle run inside synthesize; give the
@@ -116,16 +138,6 @@ scrape_configs:
 	if r, err := p.Range(ctx, "proxy_origin_scenario:proxybench_request_duration_seconds:rate5s", end.Add(-2*time.Minute), end, time.Second); err != nil || r.Samples == 0 {
 		t.Errorf("native histogram range query: %+v, %v; want histogram samples", r, err)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func waitReady(t *testing.T, base string) {

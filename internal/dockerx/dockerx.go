@@ -43,6 +43,9 @@ type Container struct {
 	// Log lines after it belong to the current process.
 	FinishedAt time.Time
 	Tty        bool // logs are a raw stream, not multiplexed
+	// Pid is the container's main process as the engine's host sees it
+	// (State.Pid); 0 when not running, and in List, which inspects nothing.
+	Pid int
 }
 
 // Client is a connection to the Docker engine.
@@ -150,6 +153,9 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 		ctr.Running = r.State.Running
 		ctr.StartedAt = parseTime(r.State.StartedAt)
 		ctr.FinishedAt = parseTime(r.State.FinishedAt)
+		if r.State.Running {
+			ctr.Pid = r.State.Pid
+		}
 	}
 	return ctr, nil
 }

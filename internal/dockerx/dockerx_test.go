@@ -12,6 +12,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+
+	"proxybench/internal/cgroup"
 )
 
 // testImage picks the newest local proxybench/debian image; tests never pull.
@@ -79,7 +81,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ctrs) != 1 || ctrs[0].ID != id || ctrs[0].Running || !ctrs[0].StartedAt.IsZero() {
+	if len(ctrs) != 1 || ctrs[0].ID != id || ctrs[0].Running || !ctrs[0].StartedAt.IsZero() || ctrs[0].Pid != 0 {
 		t.Fatalf("before start: got %+v, want one stopped container %s", ctrs, id[:12])
 	}
 	if ctrs[0].Service != "ticker" || ctrs[0].Name != project+"-ticker" || ctrs[0].Image != img || !strings.HasPrefix(ctrs[0].ImageID, "sha256:") {
@@ -95,6 +97,16 @@ func TestLifecycle(t *testing.T) {
 	}
 	if !first.Running || first.State != "running" || first.StartedAt.IsZero() {
 		t.Fatalf("after start: %+v", first)
+	}
+	// The main PID is the host's view of the container's process: its
+	// cgroup is the container's, with the CPU the shell loop has used.
+	if first.Pid <= 0 {
+		t.Fatalf("running container has Pid %d", first.Pid)
+	}
+	if g, err := cgroup.Of(first.Pid); err != nil {
+		t.Errorf("cgroup of the container's main process %d: %v", first.Pid, err)
+	} else if !strings.Contains(g.Path, id) {
+		t.Errorf("cgroup of pid %d is %s, want one naming the container %s", first.Pid, g.Path, id[:12])
 	}
 
 	v, err := c.Version(ctx, first)
@@ -131,7 +143,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stopped.Running || stopped.State != "exited" {
+	if stopped.Running || stopped.State != "exited" || stopped.Pid != 0 {
 		t.Fatalf("after stop: %+v", stopped)
 	}
 

@@ -79,12 +79,51 @@ type Cell struct {
 	Bytes        int64            `json:"bytes"`                   // response body bytes read
 	Scheduled    int64            `json:"scheduled,omitempty"`     // open loop: intended sends
 	Sent         int64            `json:"sent,omitempty"`          // open loop: actual sends
-	Latency      Latency          `json:"latency"`
-	WrongOrigin  int64            `json:"wrong_origin,omitempty"` // 2xx without the expected X-Origin
+	Latency      Latency          `json:"latency"`                 // every measured request, late ones included
+	WrongOrigin  int64            `json:"wrong_origin,omitempty"`  // 2xx without the expected X-Origin
+
+	// The window is planned: [Start, Start + DurationS] with End = the
+	// planned end. Requests, Errors, Codes and ErrorReasons count what
+	// completed inside it. Requests still in flight at the end are drained
+	// (bounded by the timeout): their latencies are in Latency, and they are
+	// counted here as late, never in the counts above.
+	Late        int64            `json:"late,omitempty"`              // completions after the planned end (with a status or an error)
+	LateCodes   map[string]int64 `json:"late_codes,omitempty"`        // status code -> late completions
+	LateReasons map[string]int64 `json:"late_reasons,omitempty"`      // error reason -> late errors
+	DrainEnd    *time.Time       `json:"drain_end,omitempty"`         // when the last late request completed
+	Missed      int64            `json:"missed,omitempty"`            // open loop: due inside the window, never sent
+	Capped      int64            `json:"capped,omitempty"`            // open loop: sends that waited because max in flight was reached
+	LagP99S     float64          `json:"lag_p99_seconds,omitempty"`   // open loop: p99 of (actual - intended) send time over sends that did not wait for the cap
+	Expected    []string         `json:"expected_statuses,omitempty"` // status classes the scenario expects, e.g. ["2xx", "401"]
+
+	// ProxyCPUSeconds is the proxy container's cgroup CPU usage counter read
+	// at the window's two edges, end minus start; nil when the cgroup could
+	// not be read (not a local container).
+	ProxyCPUSeconds *float64 `json:"proxy_cpu_seconds,omitempty"`
+	// Loadgen is what the loadgen could get and what it used over the window.
+	Loadgen *LoadgenCPU `json:"loadgen,omitempty"`
 
 	// ScenarioData is what the cell's scenario is judged on (issue 8,
 	// docs/scenarios.md); nil for simple.
 	ScenarioData *ScenarioData `json:"scenario_data,omitempty"`
+}
+
+// LoadgenCPU is the loadgen's CPU capacity and its use over one window,
+// every counter read at the window's edges (end minus start).
+type LoadgenCPU struct {
+	CapacityCores  float64 `json:"capacity_cores"`  // min(cgroup quota, cpuset/affinity, GOMAXPROCS)
+	CapacitySource string  `json:"capacity_source"` // which of them: "cgroup quota", "affinity", "gomaxprocs"
+	CPUSeconds     float64 `json:"cpu_seconds"`     // the process's user+system CPU
+	// From the loadgen's own cgroup (cpu.stat); zero when it has no quota.
+	Periods          int64   `json:"periods,omitempty"`
+	ThrottledPeriods int64   `json:"throttled_periods,omitempty"`
+	ThrottledSeconds float64 `json:"throttled_seconds,omitempty"`
+	// RunDelaySeconds: time the loadgen's threads were runnable but waiting
+	// for a CPU (/proc/self/task/*/schedstat), summed over threads.
+	RunDelaySeconds float64 `json:"run_delay_seconds"`
+	// PressureSeconds: CPU pressure "some" stall time (cgroup v2 cpu.pressure,
+	// else /proc/pressure/cpu); nil where the kernel has no PSI.
+	PressureSeconds *float64 `json:"pressure_seconds,omitempty"`
 }
 
 // Latency holds exact HdrHistogram values in seconds (1 µs .. 60 s, 3 s.f.).

@@ -6,11 +6,11 @@ package promtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -122,21 +122,26 @@ func Start(t testing.TB, o Options) *Server {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	log := &lockedbuf.Buffer{}
+	// Port 0: Prometheus asks the kernel for a port and logs it, so no
+	// other test can take it between picking and binding.
 	cmd := exec.Command(Binary(t, "prometheus"), "--config.file="+cfgPath, "--storage.tsdb.path="+o.DataDir,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr, "--log.level=warn")
+		"--storage.tsdb.retention.time=100y", "--web.listen-address=127.0.0.1:0", "--log.level=info")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start prometheus: %v", err)
 	}
-	s := &Server{URL: "http://" + addr, cmd: cmd, log: log}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	addr, err := ListenAddr(ctx, log.String)
+	if err != nil {
+		t.Fatalf("prometheus: %v\n%s", err, log.String())
+	}
+	s := &Server{URL: "http://" + addr, cmd: cmd, log: log}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/-/ready", nil)
 		resp, err := http.DefaultClient.Do(req)
@@ -157,12 +162,19 @@ func Start(t testing.TB, o Options) *Server {
 // Log returns what Prometheus printed so far.
 func (s *Server) Log() string { return s.log.String() }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+var listening = regexp.MustCompile(`msg="Listening on"[^\n]*? address=(\S+)`)
+
+// ListenAddr waits until a Prometheus started with
+// --web.listen-address=127.0.0.1:0 logs the address it bound.
+func ListenAddr(ctx context.Context, log func() string) (string, error) {
+	for {
+		if m := listening.FindStringSubmatch(log()); m != nil {
+			return m[1], nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no %q line in its log: %w", "Listening on", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Attacker runs attacks one at a time and publishes them to its Metrics.
@@ -49,7 +51,6 @@ func New(m *Metrics, opts ...Option) *Attacker {
 	for _, o := range opts {
 		o(a)
 	}
-	m.SetCPULimit(float64(runtime.GOMAXPROCS(0)))
 	return a
 }
 
@@ -63,8 +64,9 @@ type run struct {
 	newDoer func() doer
 	recs    []*recorder
 
-	t0, start, stop time.Time // warm-up start, window start, end of sending
-	pacer           Pacer     // open loop and rate stages: offsets from t0
+	total           time.Duration // warm-up plus the planned window
+	t0, start, stop time.Time     // warm-up start, window start, planned end (set by begin)
+	pacer           Pacer         // open loop and rate stages: offsets from t0
 	conc            func(time.Duration) int
 
 	maxWorkers int
@@ -72,10 +74,14 @@ type run struct {
 	next       atomic.Uint64 // open loop: next request number to claim
 	idle       atomic.Int64  // open loop: workers waiting for their request's due time
 	wg         sync.WaitGroup
-	cancelled  atomic.Int64 // offset from t0 at which ctx ended, 0 = not
+	cancelled  atomic.Int64 // offset from t0 at which ctx ended before the planned end, 0 = not
+
+	// What this run added to the gauges it shares with concurrent runs of
+	// the same labels (owned by prepare, then the monitor, then Run).
+	pubInFlight, pubRate float64
 }
 
-// Run sends s and returns the exact result of its measured window. See the
+// Run sends s and returns the exact result of its planned window. See the
 // package README for the load models.
 func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*Result, error) {
 	if err := s.validate(); err != nil {
@@ -87,25 +93,27 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	}
 	a.log.Debug("attack", "url", s.URL, "mode", s.Mode, "concurrency", s.Concurrency, "rate", s.Rate)
 
-	// Scheduling ends when ctx does: note when, for the scheduled count.
-	stopCancel := context.AfterFunc(ctx, func() { r.cancelled.Store(int64(max(a.now().Sub(r.t0), 1))) })
-	defer stopCancel()
+	if err := r.launch(ctx); err != nil {
+		r.unpublish()
+		return nil, err
+	}
+	edgesDone := make(chan struct{})
+	go func() { defer close(edgesDone); r.edges(ctx) }()
 	done := make(chan struct{})
 	var monWG sync.WaitGroup
 	monWG.Add(1)
-	go func() { defer monWG.Done(); r.monitor(ctx, done, progress) }()
+	go func() { defer monWG.Done(); r.monitor(done, progress) }()
 
-	err = r.launch(ctx)
-	r.wg.Wait()
+	r.wg.Wait() // every request sent has completed: the drain is over
+	<-edgesDone // and the planned end (or the cancellation) has come
 	close(done)
 	monWG.Wait()
-	r.rm.targetRate.Set(0)
-	r.rm.inFlight.Set(0)
-	if err != nil {
-		return nil, err
-	}
+	r.unpublish()
 
 	res := r.result()
+	if res.Missed > 0 {
+		r.rm.missed.Add(float64(res.Missed))
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -129,37 +137,101 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 		r.newDoer = func() doer { return newLeanConn(req) }
 	}
 
-	r.t0 = a.now()
-	r.start = r.t0.Add(s.Warmup)
-	total := s.Warmup + s.Duration
+	r.total = s.Warmup + s.Duration
 	switch {
 	case s.Mode == Open:
-		r.pacer = ConstantPacer{Freq: s.Rate, Duration: total}
+		r.pacer = ConstantPacer{Freq: s.Rate, Duration: r.total}
 		r.maxWorkers = s.Concurrency
 	case s.Mode == Stages && s.StageKind == StageRate:
 		st, first := warmStages(s)
 		r.pacer = NewLinearPacer(first, st)
-		total = sumStages(st)
+		r.total = sumStages(st)
 		r.maxWorkers = s.Concurrency
 	case s.Mode == Stages: // concurrency
 		st, first := warmStages(s)
-		total = sumStages(st)
+		r.total = sumStages(st)
 		r.conc = func(t time.Duration) int { return int(math.Round(stageValue(first, st, t))) }
 		r.maxWorkers = int(math.Ceil(maxTarget(st)))
 	default:
 		r.maxWorkers = s.Concurrency
 	}
-	r.stop = r.t0.Add(total)
 	n := min(r.maxWorkers, maxRecorders)
 	for range n {
-		r.recs = append(r.recs, newRecorder())
+		r.recs = append(r.recs, newRecorder(r.pacer != nil))
 	}
 	if r.pacer != nil {
-		r.rm.targetRate.Set(r.pacer.Rate(0))
-	} else {
-		r.rm.targetRate.Set(0)
+		publish(r.rm.targetRate, &r.pubRate, r.pacer.Rate(0))
 	}
 	return r, nil
+}
+
+// begin fixes the attack's clock: it is called once everything is set up,
+// immediately before the first request can be sent, so the window holds no
+// set-up time. With no warm-up that is also the window's start edge.
+func (r *run) begin() {
+	r.t0 = r.a.now()
+	r.start = r.t0.Add(r.s.Warmup)
+	r.stop = r.t0.Add(r.total)
+	if r.s.Warmup <= 0 {
+		r.edge(false, r.start)
+	}
+}
+
+// edges calls Spec.OnEdge at the window's start (when there is a warm-up:
+// without one begin did) and at its planned end, or at the cancellation if
+// ctx ends first; it notes the cancellation, which ends the window.
+func (r *run) edges(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	wait := func(until time.Time) bool {
+		timer.Reset(until.Sub(r.a.now()))
+		select {
+		case <-ctx.Done():
+			r.cancelled.CompareAndSwap(0, int64(max(r.a.now().Sub(r.t0), 1)))
+			return false
+		case <-timer.C:
+			return true
+		}
+	}
+	if r.s.Warmup > 0 {
+		if !wait(r.start) {
+			at := r.end()
+			r.edge(false, at)
+			r.edge(true, at)
+			return
+		}
+		r.edge(false, r.start)
+	}
+	wait(r.stop)
+	r.edge(true, r.end())
+}
+
+func (r *run) edge(end bool, at time.Time) {
+	if r.s.OnEdge != nil {
+		r.s.OnEdge(end, at)
+	}
+}
+
+// end is the end of the window: the planned end, or when ctx ended if that
+// came first. A completion after it is late.
+func (r *run) end() time.Time { return r.t0.Add(r.schedEnd()) }
+
+// publish moves what this run contributes to a gauge shared with the
+// concurrent runs of the same labels to v, by adding the difference: the
+// gauge is the sum over the runs. v is rounded to 1/1024 so that every
+// addition is exact and the gauge returns to exactly 0 when all have ended.
+func publish(g prometheus.Gauge, pub *float64, v float64) {
+	v = math.Round(v*1024) / 1024
+	if d := v - *pub; d != 0 {
+		g.Add(d)
+		*pub = v
+	}
+}
+
+// unpublish removes this run's contribution from the shared gauges.
+func (r *run) unpublish() {
+	publish(r.rm.inFlight, &r.pubInFlight, 0)
+	publish(r.rm.targetRate, &r.pubRate, 0)
 }
 
 // warmStages puts the warm-up in front of the stages: it holds the first
@@ -190,13 +262,15 @@ func maxTarget(st []Stage) (m float64) {
 func (r *run) launch(ctx context.Context) error {
 	switch {
 	case r.evloop:
-		return r.launchEvLoop(r.req)
+		return r.launchEvLoop(r.req) // calls begin once its sockets are ready
 	case r.pacer != nil:
+		r.begin()
 		initial := min(r.maxWorkers, max(4, 2*runtime.GOMAXPROCS(0)))
 		for range initial {
 			r.spawn(ctx, r.openWorker)
 		}
 	default:
+		r.begin()
 		for range r.maxWorkers {
 			r.spawn(ctx, r.closedWorker)
 		}
@@ -250,9 +324,10 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 // time. The pool grows so that a worker is always waiting for the next due
 // request: whenever one sends while no other is waiting, it starts another
 // (up to Spec.Concurrency), which connects before it claims its first
-// request. Only when the limit is reached does a request wait for a worker;
-// then it was claimed after its due time and its latency counts from the due
-// time (coordinated omission corrected).
+// request. Only when the limit is reached does a request wait for a worker
+// (capped); then it was claimed after its due time and its latency counts
+// from the due time (coordinated omission corrected). At the window's end
+// the workers stop sending: what was due and not sent by then is missed.
 func (r *run) openWorker(ctx context.Context, id int) {
 	d := r.newDoer()
 	defer d.close()
@@ -271,6 +346,7 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		due := r.t0.Add(at)
 		now := r.a.now()
 		from := due
+		capped := false
 		if wait := due.Sub(now); wait > 0 {
 			r.idle.Add(1)
 			timer.Reset(wait)
@@ -286,13 +362,30 @@ func (r *run) openWorker(ctx context.Context, id int) {
 			// target holding us back, so latency starts at the actual send.
 			now = r.a.now()
 			from = now
+		} else {
+			// Claimed after its due time: the target held us back when
+			// no worker was free and the pool may not grow; otherwise the
+			// loadgen itself was late.
+			capped = r.idle.Load() == 0 && r.workers.Load() >= int64(r.maxWorkers)
+		}
+		if !now.Before(r.end()) {
+			return
 		}
 		if r.idle.Load() == 0 {
 			r.spawn(ctx, r.openWorker)
 		}
+		measured := !due.Before(r.start)
+		lag := now.Sub(due)
 		r.rm.sent.Inc()
-		r.rm.lag.Observe(now.Sub(due).Seconds())
-		r.send(d, rec, now, from, !due.Before(r.start), true)
+		if capped {
+			r.rm.capped.Inc()
+		} else {
+			r.rm.lag.Observe(lag.Seconds())
+		}
+		if measured {
+			rec.sendOpen(lag, capped)
+		}
+		r.send(d, rec, now, from, measured, true)
 	}
 }
 
@@ -301,7 +394,7 @@ func (r *run) send(d doer, rec *recorder, sent, from time.Time, measured, open b
 	res, err := d.do(sent.Add(r.s.Timeout))
 	done := r.a.now()
 	rec.inFlight.Add(-1)
-	rec.record(r.rm, done, done.Sub(from), res, err, measured, open)
+	rec.record(r.rm, done, done.Sub(from), res, err, measured, open, done.After(r.end()))
 }
 
 func isHTTPS(u string) bool { return len(u) >= 8 && (u[:8] == "https://" || u[:8] == "HTTPS://") }

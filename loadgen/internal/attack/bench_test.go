@@ -47,12 +47,12 @@ func BenchmarkRequest(b *testing.B) {
 func BenchmarkRecord(b *testing.B) {
 	a, _ := newAttacker(b)
 	rm := a.m.forRun(Labels{"p", "o", "s"})
-	rec := newRecorder()
+	rec := newRecorder(false)
 	res := response{code: 200, bytes: 100, originOK: true}
 	done := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, false)
+		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, false, false)
 	}
 }
 

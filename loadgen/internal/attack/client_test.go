@@ -128,14 +128,14 @@ func TestEventLoopFraming(t *testing.T) {
 			if res.Errors != 0 || res.Requests == 0 || res.Codes[tc.code] != res.Requests || res.Bytes != res.Requests*tc.bytes {
 				t.Fatalf("requests %d errors %v codes %v bytes %d (want %d each)", res.Requests, res.ErrorReasons, res.Codes, res.Bytes, tc.bytes)
 			}
-			if res.Requests != srv.handled.Load() {
-				t.Errorf("requests %d, server handled %d", res.Requests, srv.handled.Load())
+			if res.Requests+res.Late != srv.handled.Load() || res.LateCodes[tc.code] != res.Late {
+				t.Errorf("requests %d + late %d %v, server handled %d", res.Requests, res.Late, res.LateCodes, srv.handled.Load())
 			}
 			if tc.reuse && (conns.Load() < 1 || conns.Load() > 2) {
 				t.Errorf("%d connections for 2 keep-alive workers", conns.Load())
 			}
-			if !tc.reuse && conns.Load() != res.Requests {
-				t.Errorf("%d connections for %d requests", conns.Load(), res.Requests)
+			if !tc.reuse && conns.Load() != res.Requests+res.Late {
+				t.Errorf("%d connections for %d requests", conns.Load(), res.Requests+res.Late)
 			}
 		})
 	}

@@ -21,7 +21,10 @@ import (
 // as a goroutine per connection on Go's netpoller must. That is wrk's design
 // without wrk's two epoll_ctl calls per request.
 
-const evCheck = 10 * time.Millisecond // timeouts and the stop are checked this often
+// evCheck is how often timeouts and the planned end are checked. At the end
+// the loop stops sending; what is still in flight is drained and counted
+// late.
+const evCheck = 10 * time.Millisecond
 
 const epollET = 1 << 31 // syscall.EPOLLET is a negative int
 
@@ -116,6 +119,7 @@ func (r *run) launchEvLoop(req *request) error {
 		l.conns = append(l.conns, &evConn{fd: -1, buf: make([]byte, 4<<10), p: respParser{head: req.head, origin: req.origin}})
 	}
 	r.workers.Store(int64(r.maxWorkers))
+	r.begin()
 	for _, l := range loops {
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); l.run() }()
@@ -303,7 +307,7 @@ func (l *evLoop) read(i int, c *evConn) {
 // complete records a response and sends the next request at once.
 func (l *evLoop) complete(i int, c *evConn) {
 	done := l.r.a.now()
-	l.rec.record(l.r.rm, done, done.Sub(c.sent), c.p.resp, nil, c.measured, false)
+	l.rec.record(l.r.rm, done, done.Sub(c.sent), c.p.resp, nil, c.measured, false, done.After(l.r.end()))
 	if !c.p.keep || l.req.closeConn {
 		l.closeConn(c)
 	} else {
@@ -324,7 +328,7 @@ func (l *evLoop) fail(i int, c *evConn, err error, now time.Time) {
 		l.start(i, c, now)
 		return
 	}
-	l.rec.record(l.r.rm, now, now.Sub(c.sent), response{}, err, c.measured, false)
+	l.rec.record(l.r.rm, now, now.Sub(c.sent), response{}, err, c.measured, false, now.After(l.r.end()))
 	// Not l.next: a failure that happens at once (a refused connect) would
 	// recurse once per request until the end of the run.
 	c.state = evQueued

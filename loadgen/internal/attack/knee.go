@@ -10,9 +10,10 @@ import (
 // Knee finds the breaking point: open-loop steps from StartRate up by Step
 // until a step's p99 exceeds P99, its error ratio (transport errors and 5xx
 // responses: a proxy shedding load answers 502/503) exceeds MaxErrorRatio, or
-// the target could not take the offered rate (fewer sent than scheduled
-// because every allowed connection was busy). last is the last rate that
-// held, 0 if none did.
+// fewer than 99 % of the scheduled requests were sent in the window: either
+// max in flight was reached (the target could not take the offered rate) or
+// the loadgen itself could not keep up. last is the last rate that held, 0
+// if none did.
 func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress func(Progress)) (last float64, steps []KneeStep, err error) {
 	if o.StartRate <= 0 || o.Step <= 0 || o.MaxRate < o.StartRate {
 		return 0, nil, fmt.Errorf("knee options: need StartRate > 0, Step > 0 and MaxRate >= StartRate (got %v, %v, %v)", o.StartRate, o.Step, o.MaxRate)
@@ -39,25 +40,7 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 			return last, steps, err
 		}
 		s.Warmup = 0 // only the first step needs warming
-		st := KneeStep{Rate: rate, Result: res, Held: true}
-		total := res.Requests + res.Errors
-		failed := res.Errors
-		for code, n := range res.Codes {
-			if code >= 500 {
-				failed += n
-			}
-		}
-		p99 := time.Duration(res.Latency().P99 * float64(time.Second))
-		switch {
-		case total == 0:
-			st.Why = "no request completed"
-		case float64(failed)/float64(total) > o.MaxErrorRatio:
-			st.Why = fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio)
-		case p99 > o.P99:
-			st.Why = fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
-		case float64(res.Sent) < 0.99*float64(res.Scheduled):
-			st.Why = fmt.Sprintf("sent %d of %d scheduled: all %d connections busy", res.Sent, res.Scheduled, s.Concurrency)
-		}
+		st := KneeStep{Rate: rate, Result: res, Why: kneeWhy(res, o)}
 		st.Held = st.Why == ""
 		steps = append(steps, st)
 		if !st.Held {
@@ -66,4 +49,33 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 		last = rate
 	}
 	return last, steps, nil
+}
+
+// kneeWhy says why a step broke, "" when it held.
+func kneeWhy(res *Result, o KneeOptions) string {
+	total := res.Requests + res.Errors
+	failed := res.Errors
+	for code, n := range res.Codes {
+		if code >= 500 {
+			failed += n
+		}
+	}
+	p99 := time.Duration(res.Latency().P99 * float64(time.Second))
+	switch {
+	case total == 0:
+		return "no request completed"
+	case float64(failed)/float64(total) > o.MaxErrorRatio:
+		return fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio)
+	case p99 > o.P99:
+		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
+	case float64(res.Sent) < 0.99*float64(res.Scheduled) && 100*res.Capped > res.Sent:
+		// More than 1 % of the sends waited for a free connection: the
+		// target is saturated (a few capped sends at the start are only
+		// the pool connecting).
+		return fmt.Sprintf("sent %d of %d scheduled: max in flight reached (capped %d)", res.Sent, res.Scheduled, res.Capped)
+	case float64(res.Sent) < 0.99*float64(res.Scheduled):
+		return fmt.Sprintf("sent %d of %d scheduled: the loadgen could not keep up (missed %d, lag p99 %v)",
+			res.Sent, res.Scheduled, res.Missed, res.LagP99)
+	}
+	return ""
 }

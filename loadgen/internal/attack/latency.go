@@ -2,7 +2,8 @@ package attack
 
 import "proxybench/internal/manifest"
 
-// Latency returns the exact percentiles of the window, in seconds.
+// Latency returns the exact percentiles of the window's responses (late
+// ones included), in seconds.
 func (r *Result) Latency() manifest.Latency {
 	h := r.Hist
 	if h == nil || h.TotalCount() == 0 {
@@ -24,10 +25,11 @@ func (r *Result) Latency() manifest.Latency {
 	}
 }
 
-// Window returns the measured duration, End - Start.
+// Window returns the planned measured duration, End - Start.
 func (r *Result) Window() float64 { return r.End.Sub(r.Start).Seconds() }
 
-// RPS is completed requests (with or without a status) per second of the window.
+// RPS is the requests completed inside the window (with or without a
+// status) per second of the planned window; late completions are not in it.
 func (r *Result) RPS() float64 {
 	w := r.Window()
 	if w <= 0 {

@@ -20,7 +20,10 @@ type Metrics struct {
 	lag         *prometheus.HistogramVec
 	targetRate  *prometheus.GaugeVec
 	wrongOrigin *prometheus.CounterVec
-	cpuLimit    prometheus.Gauge
+	lateCodes   *prometheus.CounterVec
+	lateErrors  *prometheus.CounterVec
+	missed      *prometheus.CounterVec
+	capped      *prometheus.CounterVec
 }
 
 // latencyBuckets are the classic buckets kept next to the native ones so
@@ -56,24 +59,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		errors:      counter("proxybench_request_errors_total", "Requests that got no HTTP status, by reason (timeout, refused, reset, eof, protocol, canceled, other).", "reason"),
 		duration:    hist("proxybench_request_duration_seconds", "Request latency until the last body byte: from the intended send time in open loop (coordinated omission corrected), from the actual send time in closed loop."),
 		bytes:       counter("proxybench_response_bytes_total", "Response body bytes read."),
-		inFlight:    gauge("proxybench_requests_in_flight", "Requests sent and not yet completed."),
+		inFlight:    gauge("proxybench_requests_in_flight", "Requests sent and not yet completed, summed over the attacks running with these labels."),
 		scheduled:   counter("proxybench_open_loop_scheduled_total", "Open loop: requests whose intended send time has come."),
 		sent:        counter("proxybench_open_loop_sent_total", "Open loop: requests actually sent."),
-		lag:         hist("proxybench_open_loop_lag_seconds", "Open loop: actual minus intended send time."),
-		targetRate:  gauge("proxybench_target_rate_requests_per_second", "Offered rate of the running attack (0 = closed loop)."),
+		lag:         hist("proxybench_open_loop_lag_seconds", "Open loop: actual minus intended send time, of the sends that did not wait for max in flight (the loadgen's own delay)."),
+		targetRate:  gauge("proxybench_target_rate_requests_per_second", "Offered rate, summed over the attacks running with these labels (0 = closed loop)."),
 		wrongOrigin: counter("proxybench_wrong_origin_total", "Responses whose X-Origin is not the expected origin."),
-		cpuLimit: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "proxybench_loadgen_cpu_limit_cores",
-			Help: "CPU cores the loadgen may use (GOMAXPROCS, bounded by its affinity mask).",
-		}),
+		lateCodes:   counter("proxybench_requests_late_total", "Requests completed with an HTTP status after their attack's planned end (also counted in proxybench_requests_total), by status code.", "code"),
+		lateErrors:  counter("proxybench_request_errors_late_total", "Requests that got no HTTP status after their attack's planned end (also counted in proxybench_request_errors_total), by reason.", "reason"),
+		missed:      counter("proxybench_open_loop_missed_total", "Open loop: requests due inside an attack's window and never sent (added at the window's end)."),
+		capped:      counter("proxybench_open_loop_capped_total", "Open loop: sends that waited because max in flight was reached (the target saturated, not the loadgen)."),
 	}
 	reg.MustRegister(m.requests, m.errors, m.duration, m.bytes, m.inFlight, m.scheduled,
-		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.cpuLimit)
+		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.lateCodes, m.lateErrors, m.missed, m.capped)
 	return m
 }
-
-// SetCPULimit publishes how many cores the loadgen may use.
-func (m *Metrics) SetCPULimit(cores float64) { m.cpuLimit.Set(cores) }
 
 // errReason indexes the bounded error reasons.
 type errReason uint8
@@ -105,6 +105,10 @@ type runMetrics struct {
 	lag         prometheus.Observer
 	targetRate  prometheus.Gauge
 	wrongOrigin prometheus.Counter
+	lateCodes   *prometheus.CounterVec // curried: only code left
+	lateErrors  [numReasons]prometheus.Counter
+	missed      prometheus.Counter
+	capped      prometheus.Counter
 }
 
 func (m *Metrics) forRun(l Labels) *runMetrics {
@@ -120,9 +124,13 @@ func (m *Metrics) forRun(l Labels) *runMetrics {
 		lag:         m.lag.WithLabelValues(vals...),
 		targetRate:  m.targetRate.WithLabelValues(vals...),
 		wrongOrigin: m.wrongOrigin.WithLabelValues(vals...),
+		lateCodes:   m.lateCodes.MustCurryWith(lv),
+		missed:      m.missed.WithLabelValues(vals...),
+		capped:      m.capped.WithLabelValues(vals...),
 	}
 	for i := range r.errors {
 		r.errors[i] = m.errors.WithLabelValues(append(vals, reasonNames[i])...)
+		r.lateErrors[i] = m.lateErrors.WithLabelValues(append(vals, reasonNames[i])...)
 	}
 	return r
 }
@@ -130,4 +138,9 @@ func (m *Metrics) forRun(l Labels) *runMetrics {
 // code returns the counter of one status code; workers cache the result.
 func (r *runMetrics) code(c int) prometheus.Counter {
 	return r.codes.WithLabelValues(strconv.Itoa(c))
+}
+
+// lateCode returns the late counter of one status code.
+func (r *runMetrics) lateCode(c int) prometheus.Counter {
+	return r.lateCodes.WithLabelValues(strconv.Itoa(c))
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/http"
 	"proxybench/internal/promcheck"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,8 +72,8 @@ func TestNativeHistogramAgreesWithHdr(t *testing.T) {
 	if h == nil || h.GetSchema() != 3 {
 		t.Fatalf("no native histogram of schema 3: %v", h)
 	}
-	if int64(h.GetSampleCount()) != res.Requests {
-		t.Fatalf("native count %d, exact %d", h.GetSampleCount(), res.Requests)
+	if int64(h.GetSampleCount()) != res.Hist.TotalCount() || res.Hist.TotalCount() != res.Requests+res.Late {
+		t.Fatalf("native count %d, exact %d, requests %d + late %d", h.GetSampleCount(), res.Hist.TotalCount(), res.Requests, res.Late)
 	}
 	if len(h.GetBucket()) != len(latencyBuckets) {
 		t.Errorf("classic buckets %d, want %d", len(h.GetBucket()), len(latencyBuckets))
@@ -112,19 +111,31 @@ func TestMetricsCountEverything(t *testing.T) {
 		enc.Encode(mf)
 	}
 	text := buf.String()
-	// Prometheus sees warm-up too: 300 scheduled and sent in all.
-	for _, want := range []string{
-		`proxybench_requests_total{code="418",origin="fast",proxy="caddy",scenario="simple"} 300`,
+	// Prometheus sees warm-up too: 300 scheduled in all, the warm-up's 100
+	// sent and the window's sent (all but what a starved loadgen missed at
+	// the end: the missed counter says how many), late ones included.
+	all := itoa(100 + int(res.Sent))
+	if res.Sent+res.Missed != 200 || res.Capped != 0 {
+		t.Errorf("window: sent %d missed %d capped %d, want 200 due", res.Sent, res.Missed, res.Capped)
+	}
+	wants := []string{
+		`proxybench_requests_total{code="418",origin="fast",proxy="caddy",scenario="simple"} ` + all,
 		`proxybench_open_loop_scheduled_total{origin="fast",proxy="caddy",scenario="simple"} 300`,
-		`proxybench_open_loop_sent_total{origin="fast",proxy="caddy",scenario="simple"} 300`,
-		`proxybench_response_bytes_total{origin="fast",proxy="caddy",scenario="simple"} 1800`,
+		`proxybench_open_loop_sent_total{origin="fast",proxy="caddy",scenario="simple"} ` + all,
+		`proxybench_open_loop_missed_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(int(res.Missed)),
+		`proxybench_open_loop_capped_total{origin="fast",proxy="caddy",scenario="simple"} 0`,
+		`proxybench_response_bytes_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(6*(100+int(res.Sent))),
 		`proxybench_requests_in_flight{origin="fast",proxy="caddy",scenario="simple"} 0`,
 		`proxybench_target_rate_requests_per_second{origin="fast",proxy="caddy",scenario="simple"} 0`,
-		`proxybench_request_duration_seconds_count{origin="fast",proxy="caddy",scenario="simple"} 300`,
-		`proxybench_open_loop_lag_seconds_count{origin="fast",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_request_duration_seconds_count{origin="fast",proxy="caddy",scenario="simple"} ` + all,
+		`proxybench_open_loop_lag_seconds_count{origin="fast",proxy="caddy",scenario="simple"} ` + all,
 		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
-		`proxybench_loadgen_cpu_limit_cores ` + itoa(runtime.GOMAXPROCS(0)),
-	} {
+		`proxybench_request_errors_late_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
+	}
+	if res.Late > 0 { // the late series of a code exists once one was late
+		wants = append(wants, `proxybench_requests_late_total{code="418",origin="fast",proxy="caddy",scenario="simple"} `+itoa(int(res.Late)))
+	}
+	for _, want := range wants {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("metrics lack %q", want)
 		}
@@ -133,8 +144,8 @@ func TestMetricsCountEverything(t *testing.T) {
 	if !strings.Contains(text, `proxybench_wrong_origin_total{origin="fast",proxy="caddy",scenario="simple"} 0`) || res.WrongOrigin != 0 {
 		t.Errorf("wrong origin counted for a non-2xx response")
 	}
-	if res.Requests != 200 || res.Codes[418] != 200 {
-		t.Errorf("window: %d requests %v", res.Requests, res.Codes)
+	if res.Requests+res.Late != res.Sent || res.Codes[418] != res.Requests {
+		t.Errorf("window: %d requests %v, %d late", res.Requests, res.Codes, res.Late)
 	}
 	promcheck.Metrics(t, []byte(text))
 }

@@ -1,19 +1,22 @@
 package attack
 
 import (
-	"context"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // gaugeTick is how often the in-flight gauge, the target rate and the
 // scheduled counter are brought up to date: well under the 1 s scrape.
+// The two gauges are shared with concurrent runs of the same labels (a
+// traffic mix): each run adds its change, so they hold the sum.
 const gaugeTick = 100 * time.Millisecond
 
 // monitor keeps the sampled series current and reports progress. It runs
 // beside the workers and only reads what they publish, so a slow progress
 // callback never holds up the load: progress is handed to its own goroutine
 // and dropped while the previous call is still running.
-func (r *run) monitor(ctx context.Context, done <-chan struct{}, progress func(Progress)) {
+func (r *run) monitor(done <-chan struct{}, progress func(Progress)) {
 	t := time.NewTicker(gaugeTick)
 	defer t.Stop()
 	var (
@@ -44,9 +47,9 @@ func (r *run) monitor(ctx context.Context, done <-chan struct{}, progress func(P
 		for _, rec := range r.recs {
 			inFlight += rec.inFlight.Load()
 		}
-		r.rm.inFlight.Set(float64(inFlight))
+		publish(r.rm.inFlight, &r.pubInFlight, float64(inFlight))
 		if r.pacer != nil {
-			r.rm.targetRate.Set(r.pacer.Rate(el))
+			publish(r.rm.targetRate, &r.pubRate, r.pacer.Rate(el))
 			r.flushScheduled(&scheduled, min(el, r.schedEnd()))
 		}
 		if progress == nil || now.Sub(lastReport) < r.a.tick {
@@ -109,6 +112,9 @@ func (r *run) flushScheduled(n *uint64, el time.Duration) {
 // countDue counts requests due in [from, to) by binary search: Due is
 // monotonic.
 func countDue(p Pacer, from, to time.Duration) int64 {
+	if to <= from {
+		return 0
+	}
 	first := searchDue(p, from)
 	last := searchDue(p, to)
 	return int64(last - first)
@@ -140,9 +146,19 @@ func (r *run) result() *Result {
 	res := &Result{
 		WarmupStart:  r.t0,
 		Start:        r.start,
+		End:          r.end(),
 		Codes:        map[int]int64{},
 		ErrorReasons: map[string]int64{},
+		LateCodes:    map[int]int64{},
+		LateReasons:  map[string]int64{},
 		Hist:         newHist(),
+	}
+	if res.End.Before(res.Start) { // cancelled during the warm-up: an empty window
+		res.End = res.Start
+	}
+	var lag *hdrhistogram.Histogram
+	if r.pacer != nil {
+		lag = newLagHist()
 	}
 	for _, rec := range r.recs {
 		res.Requests += rec.requests
@@ -150,24 +166,36 @@ func (r *run) result() *Result {
 		res.Bytes += rec.bytes
 		res.WrongOrigin += rec.wrongOrigin
 		res.Sent += rec.sent
+		res.Capped += rec.capped
+		res.Late += rec.late
 		for c, n := range rec.codes {
 			res.Codes[c] += n
 		}
-		for i, n := range rec.reasons {
-			if n > 0 {
+		for c, n := range rec.lateCodes {
+			res.LateCodes[c] += n
+		}
+		for i := range numReasons {
+			if n := rec.reasons[i]; n > 0 {
 				res.ErrorReasons[reasonNames[i]] += n
+			}
+			if n := rec.lateReasons[i]; n > 0 {
+				res.LateReasons[reasonNames[i]] += n
 			}
 		}
 		res.Hist.Merge(rec.hist)
-		if rec.end.After(res.End) {
-			res.End = rec.end
+		if rec.drainEnd.After(res.DrainEnd) {
+			res.DrainEnd = rec.drainEnd
+		}
+		if lag != nil && rec.lag != nil {
+			lag.Merge(rec.lag)
 		}
 	}
 	if r.pacer != nil {
 		res.Scheduled = countDue(r.pacer, r.start.Sub(r.t0), r.schedEnd())
-	}
-	if res.End.IsZero() {
-		res.End = r.a.now()
+		res.Missed = max(0, res.Scheduled-res.Sent)
+		if lag.TotalCount() > 0 {
+			res.LagP99 = time.Duration(lag.ValueAtQuantile(99)) * time.Microsecond
+		}
 	}
 	return res
 }

@@ -18,6 +18,13 @@ const (
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histSig) }
 
+// newLagHist is the open loop's send-lag histogram: 1 µs .. 60 s at 2
+// significant figures (1 %), small enough to keep one per recorder.
+func newLagHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, 2) }
+
+// clampUs is d in whole microseconds, within the histograms' bounds.
+func clampUs(d time.Duration) int64 { return min(max(d.Microseconds(), histMin), histMax) }
+
 // maxRecorders bounds memory when an open loop grows to thousands of
 // workers: workers share recorders round-robin beyond this, and a recorder's
 // mutex is only ever contended by the few workers that share it.
@@ -28,13 +35,18 @@ const maxRecorders = 64
 // and taken once a second by the progress snapshot.
 type recorder struct {
 	mu       sync.Mutex
-	hist     *hdrhistogram.Histogram // measured window
+	hist     *hdrhistogram.Histogram // measured requests, late ones included
 	interval *hdrhistogram.Histogram // everything since the last progress snapshot
+	lag      *hdrhistogram.Histogram // open loop: lag of the window's non-capped sends; nil in closed loop
 
-	requests, errors, bytes, wrongOrigin, sent int64
-	codes                                      map[int]int64
-	reasons                                    [numReasons]int64
-	end                                        time.Time // last completion in the window
+	requests, errors, bytes, wrongOrigin, sent, capped int64
+	codes                                              map[int]int64
+	reasons                                            [numReasons]int64
+
+	late        int64 // completed after the window's end
+	lateCodes   map[int]int64
+	lateReasons [numReasons]int64
+	drainEnd    time.Time // last late completion
 
 	allRequests, allErrors int64 // warm-up included, for progress
 	codeCounters           map[int]prometheus.Counter
@@ -43,26 +55,40 @@ type recorder struct {
 	_        [64]byte // keep neighbouring recorders off this cache line
 }
 
-func newRecorder() *recorder {
-	return &recorder{
+func newRecorder(open bool) *recorder {
+	r := &recorder{
 		hist:         newHist(),
 		interval:     newHist(),
 		codes:        map[int]int64{},
+		lateCodes:    map[int]int64{},
 		codeCounters: map[int]prometheus.Counter{},
 	}
+	if open {
+		r.lag = newLagHist()
+	}
+	return r
+}
+
+// sendOpen accounts an open-loop send of the window: lag is actual minus
+// intended send time, capped says it waited because max in flight was
+// reached (then its lag is the target's doing and stays out of LagP99).
+func (r *recorder) sendOpen(lag time.Duration, capped bool) {
+	r.mu.Lock()
+	if capped {
+		r.capped++
+	} else {
+		r.lag.RecordValue(clampUs(lag)) //nolint:errcheck // clamped into range
+	}
+	r.mu.Unlock()
 }
 
 // record accounts one finished request; latency is from the (intended) send.
 // measured says whether the request was due (open loop) or sent (closed
 // loop) at or after the window start; warm-up requests only reach Prometheus.
-func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, measured, open bool) {
-	us := latency.Microseconds()
-	if us < histMin {
-		us = histMin
-	}
-	if us > histMax {
-		us = histMax
-	}
+// late says it completed after the window's end: it is then counted apart
+// (Late), and its latency still goes into the window's histogram.
+func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, measured, open, late bool) {
+	us := clampUs(latency)
 	var reason errReason
 	if err != nil {
 		reason = classify(err)
@@ -83,7 +109,21 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 			r.codeCounters[res.code] = ctr
 		}
 	}
-	if measured {
+	switch {
+	case late:
+		r.late++
+		if err != nil {
+			r.lateReasons[reason]++
+		} else {
+			r.lateCodes[res.code]++
+			if measured {
+				r.hist.RecordValue(us) //nolint:errcheck // clamped into range above
+			}
+		}
+		if done.After(r.drainEnd) {
+			r.drainEnd = done
+		}
+	case measured:
 		if err != nil {
 			r.errors++
 			r.reasons[reason]++
@@ -96,9 +136,6 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		if err == nil && !res.originOK && res.code >= 200 && res.code < 300 {
 			r.wrongOrigin++
 		}
-		if done.After(r.end) {
-			r.end = done
-		}
 	}
 	r.mu.Unlock()
 
@@ -106,8 +143,14 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 	// window series say which part was measured.
 	if err != nil {
 		rm.errors[reason].Inc()
+		if late {
+			rm.lateErrors[reason].Inc()
+		}
 	} else {
 		ctr.Inc()
+		if late {
+			rm.lateCode(res.code).Inc()
+		}
 		rm.duration.Observe(latency.Seconds())
 		if !res.originOK && res.code >= 200 && res.code < 300 {
 			rm.wrongOrigin.Inc()

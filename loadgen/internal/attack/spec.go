@@ -61,23 +61,58 @@ type Spec struct {
 	ExpectOrigin      string // responses whose X-Origin differs are counted as WrongOrigin
 
 	Labels Labels
+
+	// OnEdge, when set, is called synchronously from the engine at the two
+	// edges of the measured window: end=false at the start (when Warmup is
+	// 0, immediately before the first request can be sent; with a warm-up,
+	// from a timer at Start), end=true at the planned end, from a timer,
+	// before the requests still in flight are drained. at is the edge's
+	// time: Result.Start and Result.End. Each edge is called exactly once
+	// per Run that starts sending; when ctx ends early, the end edge is
+	// called at the cancellation (both edges, when that is during the
+	// warm-up). It must return quickly: the start edge holds up the first
+	// requests.
+	OnEdge func(end bool, at time.Time)
 }
 
-// Result is the exact account of the measured window of one attack.
+// Result is the exact account of the measured window of one attack. The
+// window is planned: [Start, End] with End = Start + the planned duration (or
+// the moment ctx ended, if earlier). Requests, Errors, Bytes, WrongOrigin,
+// Codes and ErrorReasons count the completions inside it of requests sent
+// (closed loop) or due (open loop) at or after Start. Requests still in
+// flight at End are drained, bounded by the request timeout: they are
+// counted as Late, never in the window's counts, and their latencies are in
+// Hist, so a stall at the end shows in latency and rate, never as a longer
+// window.
 type Result struct {
-	WarmupStart, Start, End time.Time // window = [Start, End]: End is when the last measured request completed
+	WarmupStart, Start, End time.Time
 
-	Requests    int64 // completed with an HTTP status
-	Errors      int64 // no HTTP status: transport errors
-	Bytes       int64 // response body bytes read
-	Scheduled   int64 // open loop: intended sends in the window
-	Sent        int64 // open loop: actual sends in the window
+	Requests    int64 // completed with an HTTP status inside the window
+	Errors      int64 // no HTTP status (transport errors) inside the window
+	Bytes       int64 // response body bytes read inside the window
+	Scheduled   int64 // open loop: requests due in the window
+	Sent        int64 // open loop: requests due in the window and sent in it
+	Missed      int64 // open loop: due in the window, never sent (Scheduled - Sent)
+	Capped      int64 // open loop: sends of the window that waited because max in flight was reached
 	WrongOrigin int64
 
 	Codes        map[int]int64
 	ErrorReasons map[string]int64
 
-	Hist *hdrhistogram.Histogram // microseconds, 1 µs .. 60 s, 3 significant figures, merged across workers
+	Late        int64            // completions after End (with a status or an error)
+	LateCodes   map[int]int64    // status code -> late completions
+	LateReasons map[string]int64 // error reason -> late errors
+	DrainEnd    time.Time        // the last late completion; zero when none
+
+	// LagP99 is the open loop's p99 of actual minus intended send time over
+	// the window's sends that did not wait for max in flight: the loadgen's
+	// own timer and CPU delay (1 µs resolution).
+	LagP99 time.Duration
+
+	// Hist holds the latencies of the window's responses with a status,
+	// late ones included: microseconds, 1 µs .. 60 s, 3 significant
+	// figures, merged across workers.
+	Hist *hdrhistogram.Histogram
 }
 
 // Progress is a snapshot sent about once a second while an attack runs.

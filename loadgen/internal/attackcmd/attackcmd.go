@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/selfcpu"
 )
 
 type options struct {
@@ -138,6 +139,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		return 2
 	}
 	a := attack.New(attack.NewMetrics(reg), opts...)
+	reg.MustRegister(selfcpu.New(log))
 
 	if o.metrics != "" {
 		stop, err := serveMetrics(o.metrics, reg, log)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"proxybench/internal/promcheck"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,11 +134,23 @@ func TestAttackJSON(t *testing.T) {
 	}()
 	// Scrape until the final values are there (during -linger). The
 	// scheduled counter is flushed by the monitor's tick, so it can trail
-	// the last response by one tick: wait for both.
-	final := []byte(`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} 100`)
-	finalScheduled := []byte(`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100`)
+	// the last response by one tick; and the gauges are 0 only once the
+	// planned end has passed (no more sends) and the drain is over.
+	finals := [][]byte{
+		[]byte(`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100` + "\n"),
+		[]byte(`proxybench_target_rate_requests_per_second{origin="fast",proxy="nginx",scenario="simple"} 0` + "\n"),
+		[]byte(`proxybench_requests_in_flight{origin="fast",proxy="nginx",scenario="simple"} 0` + "\n"),
+	}
+	final := func(scrape []byte) bool {
+		for _, f := range finals {
+			if !bytes.Contains(scrape, f) {
+				return false
+			}
+		}
+		return true
+	}
 	var scrape []byte
-	for i := 0; i < 100 && !(bytes.Contains(scrape, final) && bytes.Contains(scrape, finalScheduled)); i++ {
+	for i := 0; i < 100 && !final(scrape); i++ {
 		time.Sleep(50 * time.Millisecond)
 		res, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -153,14 +166,17 @@ func TestAttackJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if s.Mode != "open" || s.Scheduled != 100 || s.Sent != 100 || s.Requests != 100 || s.Codes["200"] != 100 || s.WrongOrigin != 0 {
+	// Every due request is sent or missed, and every sent one completes
+	// in the window or late (a starved loadgen may miss the last one or two).
+	if s.Mode != "open" || s.Scheduled != 100 || s.Sent+s.Missed != 100 || s.Missed > 2 || s.Requests+s.Late != s.Sent ||
+		s.Codes["200"] != s.Requests || s.LateCodes["200"] != s.Late || s.WrongOrigin != 0 || s.Capped != 0 {
 		t.Errorf("summary %+v", s)
 	}
-	if s.Latency.Count != 100 || s.Latency.P50 <= 0 || s.Latency.Max < s.Latency.P99 {
-		t.Errorf("latency %+v", s.Latency)
+	if s.Latency.Count != s.Sent || s.Latency.P50 <= 0 || s.Latency.Max < s.Latency.P99 || s.WindowS != 0.5 {
+		t.Errorf("latency %+v, window %vs", s.Latency, s.WindowS)
 	}
 	for _, want := range []string{
-		`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} 100`,
+		`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} ` + strconv.FormatInt(s.Sent, 10),
 		`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100`,
 		"process_cpu_seconds_total", "go_goroutines", "proxybench_loadgen_cpu_limit_cores",
 	} {
@@ -181,8 +197,9 @@ func TestSummaryGolden(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	res := &attack.Result{
 		WarmupStart: t0, Start: t0.Add(5 * time.Second), End: t0.Add(15 * time.Second),
-		Requests: 990, Errors: 10, Bytes: 21000, Scheduled: 1000, Sent: 1000, WrongOrigin: 1,
-		Codes: map[int]int64{200: 980, 503: 10}, ErrorReasons: map[string]int64{"timeout": 7, "reset": 3}, Hist: h,
+		Requests: 990, Errors: 10, Bytes: 21000, Scheduled: 1000, Sent: 997, Missed: 3, Capped: 12, LagP99: 1234 * time.Microsecond,
+		WrongOrigin: 1, Codes: map[int]int64{200: 980, 503: 10}, ErrorReasons: map[string]int64{"timeout": 7, "reset": 3}, Hist: h,
+		Late: 4, LateCodes: map[int]int64{200: 3}, LateReasons: map[string]int64{"timeout": 1}, DrainEnd: t0.Add(15*time.Second + 250*time.Millisecond),
 	}
 	for _, tc := range []struct {
 		name string

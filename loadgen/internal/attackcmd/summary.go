@@ -31,10 +31,17 @@ type Summary struct {
 	Bytes        int64            `json:"bytes"`
 	Scheduled    int64            `json:"scheduled,omitempty"`
 	Sent         int64            `json:"sent,omitempty"`
+	Missed       int64            `json:"missed,omitempty"` // open loop: due in the window, never sent
+	Capped       int64            `json:"capped,omitempty"` // open loop: sends that waited because max in flight was reached
+	LagP99S      float64          `json:"lag_p99_seconds,omitempty"`
 	WrongOrigin  int64            `json:"wrong_origin,omitempty"`
 	Codes        map[string]int64 `json:"codes"`
 	ErrorReasons map[string]int64 `json:"error_reasons,omitempty"`
-	Latency      manifest.Latency `json:"latency"`
+	Late         int64            `json:"late,omitempty"` // completed after the planned end: not in requests, errors or rps
+	LateCodes    map[string]int64 `json:"late_codes,omitempty"`
+	LateReasons  map[string]int64 `json:"late_reasons,omitempty"`
+	DrainEnd     *time.Time       `json:"drain_end,omitempty"`
+	Latency      manifest.Latency `json:"latency"` // the window's responses, late ones included
 }
 
 func summarize(o *options, r *attack.Result, interrupted bool) Summary {
@@ -43,9 +50,23 @@ func summarize(o *options, r *attack.Result, interrupted bool) Summary {
 		Interrupted: interrupted, WarmupStart: r.WarmupStart, Start: r.Start, End: r.End, WindowS: r.Window(),
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes, Scheduled: r.Scheduled, Sent: r.Sent,
 		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: r.Latency(),
+		Missed: r.Missed, Capped: r.Capped, LagP99S: r.LagP99.Seconds(), Late: r.Late,
 	}
 	for c, n := range r.Codes {
 		s.Codes[strconv.Itoa(c)] = n
+	}
+	if len(r.LateCodes) > 0 {
+		s.LateCodes = map[string]int64{}
+		for c, n := range r.LateCodes {
+			s.LateCodes[strconv.Itoa(c)] = n
+		}
+	}
+	if len(r.LateReasons) > 0 {
+		s.LateReasons = r.LateReasons
+	}
+	if !r.DrainEnd.IsZero() {
+		de := r.DrainEnd
+		s.DrainEnd = &de
 	}
 	return s
 }
@@ -79,9 +100,23 @@ func writeResult(w io.Writer, o *options, r *attack.Result, interrupted bool) er
 	fmt.Fprintf(&b, "  requests     %d  (%.1f/s)\n", s.Requests, s.RPS)
 	fmt.Fprintf(&b, "  errors       %d%s\n", s.Errors, reasons(s.ErrorReasons))
 	fmt.Fprintf(&b, "  body bytes   %d\n", s.Bytes)
+	if s.Late > 0 {
+		fmt.Fprintf(&b, "  late         %d completed after the window (drained by +%.3fs), not counted above:", s.Late, s.DrainEnd.Sub(s.End).Seconds())
+		if len(s.LateCodes) > 0 {
+			fmt.Fprintf(&b, " status codes%s", codes(s.LateCodes))
+		}
+		if len(s.LateReasons) > 0 {
+			if len(s.LateCodes) > 0 {
+				b.WriteString(";")
+			}
+			fmt.Fprintf(&b, " errors%s", reasons(s.LateReasons))
+		}
+		b.WriteString("\n")
+	}
 	if s.Scheduled > 0 {
 		pct := 100 * float64(s.Sent) / float64(s.Scheduled)
-		fmt.Fprintf(&b, "  open loop    scheduled %d, sent %d (%.2f%%)\n", s.Scheduled, s.Sent, pct)
+		fmt.Fprintf(&b, "  open loop    scheduled %d, sent %d (%.2f%%), missed %d, capped %d (max in flight reached), lag p99 %s\n",
+			s.Scheduled, s.Sent, pct, s.Missed, s.Capped, d(s.LagP99S))
 	}
 	if o.spec.ExpectOrigin != "" {
 		fmt.Fprintf(&b, "  wrong origin %d\n", s.WrongOrigin)
@@ -91,6 +126,9 @@ func writeResult(w io.Writer, o *options, r *attack.Result, interrupted bool) er
 	latency := "from the actual send"
 	if o.spec.Mode != attack.Closed && !(o.spec.Mode == attack.Stages && o.spec.StageKind == attack.StageConcurrency) {
 		latency = "from the intended send: coordinated omission corrected"
+	}
+	if s.Late > 0 {
+		latency += ", late ones included"
 	}
 	fmt.Fprintf(&b, "Latency (HdrHistogram, %d responses, %s)\n", l.Count, latency)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -151,14 +189,15 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 		return enc.Encode(out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rate/s\tachieved/s\tp50\tp99\terrors\theld\t")
+	fmt.Fprintln(tw, "rate/s\tachieved/s\tp50\tp99\terrors\tmissed\tcapped\theld\t")
 	for _, s := range steps {
 		l := s.Result.Latency()
 		held := "yes"
 		if !s.Held {
 			held = "no: " + s.Why
 		}
-		fmt.Fprintf(tw, "%g\t%.1f\t%s\t%s\t%d\t%s\t\n", s.Rate, s.Result.RPS(), d(l.P50), d(l.P99), s.Result.Errors, held)
+		fmt.Fprintf(tw, "%g\t%.1f\t%s\t%s\t%d\t%d\t%d\t%s\t\n", s.Rate, s.Result.RPS(), d(l.P50), d(l.P99), s.Result.Errors,
+			s.Result.Missed, s.Result.Capped, held)
 	}
 	tw.Flush()
 	_, err := fmt.Fprintf(w, "breaking point: last rate that held %g requests/s\n", last)

@@ -25,6 +25,7 @@ func (c Cell) values() []string {
 // Metrics are the cell window gauges.
 type Metrics struct {
 	start, end, concurrency, rate, failed *prometheus.GaugeVec
+	drainEnd, proxyCPU, loadgenCPU        *prometheus.GaugeVec
 }
 
 // New registers the cell series on reg.
@@ -38,13 +39,19 @@ func New(reg prometheus.Registerer) *Metrics {
 		start: g("proxybench_cell_window_start_timestamp_seconds",
 			"Unix time when the cell's measured traffic began (after warm-up). Set to the planned start when the cell begins and to the exact start when it ends."),
 		end: g("proxybench_cell_window_end_timestamp_seconds",
-			"Unix time when the cell's last measured request completed; present once the cell has ended."),
+			"Unix time of the cell's planned window end (start + duration), or when it was interrupted; present once the cell has ended. Requests completing after it are late."),
 		concurrency: g("proxybench_cell_concurrency",
 			"Connections (closed loop) or max in-flight requests (open loop) of the cell; peak target for concurrency stages."),
 		rate: g("proxybench_cell_target_rate_requests_per_second",
-			"Offered rate of the cell in open loop (peak target for rate stages); 0 = closed loop."),
+			"Offered rate of the cell in open loop (the schedule's average over the window for rate stages); 0 = closed loop."),
 		failed: g("proxybench_cell_failed",
 			"1 when the cell failed, was aborted or skipped; 0 when it ran its full window."),
+		drainEnd: g("proxybench_cell_drain_end_timestamp_seconds",
+			"Unix time when the cell's last late request (in flight at the window end) completed; the window end when none was late. Present once the cell has ended."),
+		proxyCPU: g("proxybench_cell_proxy_cpu_seconds",
+			"CPU time the proxy container used over the cell's window: its cgroup CPU usage read at the window's two edges, end minus start. Absent when the cgroup could not be read."),
+		loadgenCPU: g("proxybench_cell_loadgen_cpu_seconds",
+			"CPU time (user + system) the loadgen process used over the cell's window, read at the window's two edges, end minus start."),
 	}
 }
 
@@ -63,6 +70,29 @@ func (m *Metrics) End(c Cell, start, end time.Time, failed bool) {
 	m.start.WithLabelValues(v...).Set(seconds(start))
 	m.end.WithLabelValues(v...).Set(seconds(end))
 	m.failed.WithLabelValues(v...).Set(b2f(failed))
+}
+
+// Usage is what an ended cell's window cost, read at its edges.
+type Usage struct {
+	DrainEnd          time.Time // when the last late request completed; zero = the window end
+	ProxyCPUSeconds   *float64  // nil: not read (no local container)
+	LoadgenCPUSeconds *float64  // nil: not read
+}
+
+// Used publishes an ended cell's drain end and CPU use next to its window;
+// windowEnd is the End given to End.
+func (m *Metrics) Used(c Cell, windowEnd time.Time, u Usage) {
+	v := c.values()
+	if u.DrainEnd.IsZero() || u.DrainEnd.Before(windowEnd) {
+		u.DrainEnd = windowEnd
+	}
+	m.drainEnd.WithLabelValues(v...).Set(seconds(u.DrainEnd))
+	if u.ProxyCPUSeconds != nil {
+		m.proxyCPU.WithLabelValues(v...).Set(*u.ProxyCPUSeconds)
+	}
+	if u.LoadgenCPUSeconds != nil {
+		m.loadgenCPU.WithLabelValues(v...).Set(*u.LoadgenCPUSeconds)
+	}
 }
 
 // Skipped marks a cell that never sent traffic: no window, failed 1.

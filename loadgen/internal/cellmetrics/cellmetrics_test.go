@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
+
+	"proxybench/internal/promcheck"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -18,10 +20,13 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 var names = []string{
 	"proxybench_cell_window_start_timestamp_seconds", "proxybench_cell_window_end_timestamp_seconds",
 	"proxybench_cell_concurrency", "proxybench_cell_target_rate_requests_per_second", "proxybench_cell_failed",
+	"proxybench_cell_drain_end_timestamp_seconds", "proxybench_cell_proxy_cpu_seconds", "proxybench_cell_loadgen_cpu_seconds",
 }
 
 // TestGolden drives one ok, one failed and one skipped cell and compares the
-// exposition with testdata/cells.prom, then lints it as promtool would.
+// exposition with testdata/cells.prom, then lints it as promtool would. The
+// ok cell had late requests and a readable proxy; the failed one neither, so
+// its drain end is its window end and it has no proxy CPU.
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewPedanticRegistry()
@@ -35,8 +40,11 @@ func TestGolden(t *testing.T) {
 
 	m.Begin(ok, t0, 50, 0)
 	m.End(ok, t0.Add(time.Millisecond), t0.Add(5*time.Second), false)
+	proxy, lg := 1.25, 0.5
+	m.Used(ok, t0.Add(5*time.Second), Usage{DrainEnd: t0.Add(5*time.Second + 300*time.Millisecond), ProxyCPUSeconds: &proxy, LoadgenCPUSeconds: &lg})
 	m.Begin(bad, t0.Add(8*time.Second), 10, 1000)
 	m.End(bad, t0.Add(8*time.Second), t0.Add(9*time.Second), true)
+	m.Used(bad, t0.Add(9*time.Second), Usage{LoadgenCPUSeconds: &lg}) // none late, proxy not read
 	m.Skipped(skip)
 
 	got, err := testutil.GatherAndFormat(reg, expfmt.TypeTextPlain, names...)
@@ -60,4 +68,5 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
+	promcheck.Metrics(t, got)
 }

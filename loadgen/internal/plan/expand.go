@@ -17,7 +17,7 @@ type Cell struct {
 	Path        string   `json:"path"`
 	Mode        string   `json:"mode"`
 	Concurrency int      `json:"concurrency"`
-	Rate        float64  `json:"rate_rps,omitempty"`
+	Rate        float64  `json:"rate_rps,omitempty"` // offered rate: open loop; rate stages: the schedule's average over the window
 	Duration    Duration `json:"duration"`
 	Warmup      Duration `json:"warmup"`
 	Skip        string   `json:"skip,omitempty"` // why it will not run (scenario not ready, or n/a for the proxy)
@@ -80,7 +80,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 							c.Warmup = p.Warmup
 						}
 						if p.Mode == "stages" {
-							c.Rate = peak(p.Stages)
+							c.Rate = mean(p.Stages)
 							if p.StageKind == "concurrency" {
 								c.Concurrency, c.Rate = int(peak(p.Stages)), 0
 							}
@@ -115,6 +115,23 @@ func (p *Plan) applyScenario(c *Cell, sc Scenario) {
 	if why := sc.Support(c.Proxy); why != "" && c.Skip == "" {
 		c.Skip = NA + why
 	}
+}
+
+// mean is the schedule's own average rate over the measured window: the
+// integral of the ramps (each stage linear from the previous target, 0
+// before the first) over their total duration, i.e. scheduled / duration.
+func mean(st []Stage) float64 {
+	var sum, d, prev float64
+	for _, s := range st {
+		sec := time.Duration(s.Duration).Seconds()
+		sum += (prev + s.Target) / 2 * sec
+		d += sec
+		prev = s.Target
+	}
+	if d <= 0 {
+		return 0
+	}
+	return sum / d
 }
 
 func peak(st []Stage) float64 {

@@ -44,6 +44,19 @@ func TestLoad(t *testing.T) {
 			if p.Mode != "stages" || len(p.Stages) != 2 || time.Duration(p.Stages[1].Duration) != 20*time.Second || p.Stages[1].Target != 300 {
 				t.Errorf("stages %+v mode %q", p.Stages, p.Mode)
 			}
+
+			// The cell's rate is the schedule's average: 0 -> 100 over 10 s
+			// (500 requests), 100 -> 300 over 20 s (4000), 4500 / 30 s.
+			x, err := p.Expand()
+			if err != nil || len(x.Cells) == 0 || x.Cells[0].Rate != 150 || time.Duration(x.Cells[0].Duration) != 30*time.Second {
+				t.Errorf("stages cell %+v (%v), want rate 150 over 30s", x.Cells, err)
+			}
+		}},
+		{name: "concurrency stages", args: []string{"-stages", "10s:100,20s:300", "-stage-kind", "concurrency"}, check: func(t *testing.T, p *Plan) {
+			x, err := p.Expand()
+			if err != nil || len(x.Cells) == 0 || x.Cells[0].Concurrency != 300 || x.Cells[0].Rate != 0 {
+				t.Errorf("concurrency stages cell %+v (%v), want the peak 300 connections, no rate", x.Cells, err)
+			}
 		}},
 		{name: "isolate off", args: []string{"-isolate=false"}, check: func(t *testing.T, p *Plan) {
 			if p.Isolate {

@@ -101,6 +101,12 @@ func (p *plain) CellEnd(n, total int, c manifest.Cell) {
 	if c.Status != manifest.CellSkipped {
 		args = append(args, "requests", c.Requests, "rps", int64(rps(c)+0.5), "p50", dur(secs(c.Latency.P50)),
 			"p99", dur(secs(c.Latency.P99)), "max", dur(secs(c.Latency.Max)), "errors", c.Errors)
+		if c.Late > 0 {
+			args = append(args, "late", c.Late)
+		}
+		if c.Missed > 0 {
+			args = append(args, "missed", c.Missed)
+		}
 	}
 	if c.Reason != "" {
 		args = append(args, "reason", c.Reason)
@@ -117,12 +123,20 @@ func Summary(c manifest.Cell) string {
 	}
 	s := fmt.Sprintf("%s %s: %d req, %s rps, p50 %s, p99 %s, max %s, errors %d",
 		c.ID, c.Status, c.Requests, si(rps(c)), dur(secs(c.Latency.P50)), dur(secs(c.Latency.P99)), dur(secs(c.Latency.Max)), c.Errors)
+	if c.Late > 0 {
+		s += fmt.Sprintf(", late %d", c.Late)
+	}
+	if c.Missed > 0 {
+		s += fmt.Sprintf(", missed %d", c.Missed)
+	}
 	if c.Reason != "" {
 		s += " (" + c.Reason + ")"
 	}
 	return s
 }
 
+// rps is the cell's in-window requests over its planned window (late
+// completions are not in it).
 func rps(c manifest.Cell) float64 {
 	w := c.End.Sub(c.Start).Seconds()
 	if w <= 0 {

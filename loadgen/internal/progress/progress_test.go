@@ -72,3 +72,14 @@ level=INFO msg="cell end" n=2/2 cell=x status=skipped reason="scenario auth is n
 		t.Errorf("plain output\n got %s\nwant %s", buf.String(), want)
 	}
 }
+
+// Late and missed requests are shown when there are any.
+func TestSummaryShowsLateAndMissed(t *testing.T) {
+	t.Parallel()
+	c := done
+	c.Late, c.Missed = 4, 7
+	want := "nginx.fast.simple.medium.r1 ok: 24000 req, 12.0k rps, p50 1.25ms, p99 7.1ms, max 200ms, errors 3, late 4, missed 7"
+	if got := Summary(c); got != want {
+		t.Errorf("summary\n got %q\nwant %q", got, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/preflight"
 )
@@ -22,6 +23,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		mc.Status, mc.Reason = manifest.CellFailed, err.Error()
 		mc.Start, mc.End = r.Clock.Now(), r.Clock.Now()
 		r.Cells.End(r.labels(c), mc.Start, mc.End, true)
+		r.Cells.Used(r.labels(c), mc.End, cellmetrics.Usage{})
 		return mc, ""
 	}
 	lb := r.labels(c)
@@ -39,7 +41,10 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	var res *attack.Result
 	var per map[string]*attack.Result
 	var pr probes
+	ed := newEdges(r.Self, ctr, r.Log)
 	if err == nil {
+		// Set after the warm-up: its attack has no edges of its own.
+		spec.OnEdge = ed.on
 		mem := startMemory(c, ctr)
 		res, per, err = r.attackMix(ctx, c, spec, r.display().Progress)
 		if res == nil && err == nil {
@@ -54,6 +59,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	if !warmStart.IsZero() {
 		mc.WarmupStart = &warmStart
 	}
+	ed.record(&mc)
 	if res != nil {
 		mc.ScenarioData = scenarioData(c, &mc, per, pr)
 	}
@@ -79,6 +85,14 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		}
 	}
 	r.Cells.End(lb, mc.Start, mc.End, mc.Status != manifest.CellOK)
+	u := cellmetrics.Usage{ProxyCPUSeconds: mc.ProxyCPUSeconds}
+	if mc.DrainEnd != nil {
+		u.DrainEnd = *mc.DrainEnd
+	}
+	if mc.Loadgen != nil {
+		u.LoadgenCPUSeconds = &mc.Loadgen.CPUSeconds
+	}
+	r.Cells.Used(lb, mc.End, u)
 	return mc, died
 }
 
@@ -143,7 +157,9 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 	return s, nil
 }
 
-// fill copies the engine's exact account into the manifest cell.
+// fill copies the engine's exact account into the manifest cell: the
+// planned window's counts, what completed late, and the open loop's misses,
+// capped sends and lag.
 func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 	if res == nil {
 		mc.Start, mc.End = now, now
@@ -167,6 +183,23 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 		for why, k := range res.ErrorReasons {
 			mc.ErrorReasons[why] = k
 		}
+	}
+	mc.Late, mc.Missed, mc.Capped, mc.LagP99S = res.Late, res.Missed, res.Capped, res.LagP99.Seconds()
+	if len(res.LateCodes) > 0 {
+		mc.LateCodes = map[string]int64{}
+		for code, k := range res.LateCodes {
+			mc.LateCodes[strconv.Itoa(code)] = k
+		}
+	}
+	if len(res.LateReasons) > 0 {
+		mc.LateReasons = map[string]int64{}
+		for why, k := range res.LateReasons {
+			mc.LateReasons[why] = k
+		}
+	}
+	if !res.DrainEnd.IsZero() {
+		de := res.DrainEnd
+		mc.DrainEnd = &de
 	}
 	if res.Hist != nil {
 		mc.Latency = res.Latency()

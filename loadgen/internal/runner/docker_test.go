@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +31,9 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b)
     def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
 `
 
 // localImage is the newest local proxybench/debian image; tests never pull.
@@ -63,6 +64,21 @@ func dockerRun(t *testing.T, project, service, role string, argv ...string) stri
 	return strings.TrimSpace(string(out))
 }
 
+// loggedPort waits for the first line the container prints: the port its
+// server bound (it asks the kernel for one, so no other test can take it).
+func loggedPort(t *testing.T, ctx context.Context, id string) string {
+	t.Helper()
+	for ctx.Err() == nil {
+		out, err := exec.CommandContext(ctx, "docker", "logs", id).Output()
+		if line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n"); err == nil && line != "" {
+			return line
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("container %s printed no port", id)
+	return ""
+}
+
 // TestDockerIsolationAndDeath runs one proxy of a throwaway compose project
 // on the real engine: while its cells run the project's other proxy is
 // paused (an origin is not), the proxy's real version is recorded, the
@@ -80,9 +96,8 @@ func TestDockerIsolationAndDeath(t *testing.T) {
 	defer dc.Close()
 	img := localImage(t)
 	project := fmt.Sprintf("pbrunner-test-%d", os.Getpid())
-	addr := freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	proxyID := dockerRun(t, project, "nginx", "proxy", img, "python3", "-c", pyProxy, port)
+	proxyID := dockerRun(t, project, "nginx", "proxy", img, "python3", "-c", pyProxy)
+	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
 	otherID := dockerRun(t, project, "haproxy", "proxy", img, "sleep", "600")
 	originID := dockerRun(t, project, "origin-fast", "origin", img, "sleep", "600")
 

@@ -101,21 +101,22 @@ func noDocker(context.Context) (Docker, error) {
 	return nil, errors.New("docker not used by this test")
 }
 
-// freeAddr is a 127.0.0.1 address free a moment ago.
-func freeAddr(t *testing.T) string {
+// listenLocal holds a fresh 127.0.0.1 port until the test ends: a port
+// picked and released before use can be taken by a parallel test.
+func listenLocal(t *testing.T) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Cleanup(func() { l.Close() })
+	return l
 }
 
 // args are the flags every test run shares: short cells, no Docker, a
-// private results dir and metrics port.
+// private results dir and a metrics port the kernel picks.
 func args(t *testing.T, dir string, extra ...string) []string {
-	return append([]string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", freeAddr(t),
+	return append([]string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", "127.0.0.1:0",
 		"-concurrency", "4", "-linger", "0s", "-preflight-wait", "0s", "-timeout", "1s"}, extra...)
 }
 

@@ -26,6 +26,7 @@ import (
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/progress"
+	"proxybench/loadgen/internal/selfcpu"
 )
 
 // Exit codes of `loadgen run`.
@@ -49,6 +50,7 @@ type env struct {
 	docker  func(context.Context) (Docker, error)
 	clock   Clock
 	display func(progress.Display) progress.Display
+	metrics net.Listener // when set, /metrics is served on it instead of -metrics-addr
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, e env) int {
@@ -82,9 +84,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	am := attack.NewMetrics(reg)
+	self := selfcpu.New(log)
+	reg.MustRegister(self)
 	cm := cellmetrics.New(reg)
-	stopServer, metricsAddr, scraped, err := serveMetrics(p.MetricsAddr, reg, log)
-	if err != nil {
+	var (
+		stopServer  func()
+		metricsAddr string
+		scraped     <-chan struct{}
+	)
+	if e.metrics != nil {
+		stopServer, scraped = serveMetricsOn(e.metrics, reg, log)
+		metricsAddr = e.metrics.Addr().String()
+	} else if stopServer, metricsAddr, scraped, err = serveMetrics(p.MetricsAddr, reg, log); err != nil {
 		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
 		return ExitError
 	}
@@ -118,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
-		Host: HostInfo(ctx),
+		Host: HostInfo(ctx), Self: self,
 	}
 	log.Info("run", "id", p.Run, "cells", len(x.Cells), "takes_at_least", x.Estimate().Round(time.Second).String(),
 		"results", filepath.Join(p.Results, p.Run), "metrics", metricsAddr)
@@ -155,6 +166,12 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("metrics address %s: %w (another loadgen running? pick one with -metrics-addr)", addr, err)
 	}
+	stop, scraped = serveMetricsOn(ln, reg, log)
+	return stop, ln.Addr().String(), scraped, nil
+}
+
+// serveMetricsOn serves /metrics on a listener the caller already holds.
+func serveMetricsOn(ln net.Listener, reg *prometheus.Registry, log *slog.Logger) (stop func(), scraped <-chan struct{}) {
 	first := make(chan struct{})
 	var once sync.Once
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
@@ -173,7 +190,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, ln.Addr().String(), first, nil
+	}, first
 }
 
 func isTerminal(w io.Writer) bool {

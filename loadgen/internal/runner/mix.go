@@ -4,6 +4,9 @@ import (
 	"context"
 	"math"
 	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
@@ -15,14 +18,17 @@ import (
 // of the connections (closed loop), so every variant is counted apart and
 // the report can check each got the answer its key deserves. Only the
 // largest variant reports progress (the display shows one attack). The
-// engine's per-labels gauges (in-flight, target rate) are written by each
-// variant in turn; counters and histograms add up.
+// engine's per-labels gauges (in-flight, target rate) hold the sum over the
+// variants, and counters and histograms add up. Spec.OnEdge is called once
+// per edge for the whole mix: at the first variant's start and at the last
+// variant's end.
 func (r *Runner) attackMix(ctx context.Context, c plan.Cell, spec attack.Spec, progress func(attack.Progress)) (*attack.Result, map[string]*attack.Result, error) {
 	if len(c.Variants) < 2 {
 		res, err := r.Attacker.Run(ctx, spec, progress)
 		return res, nil, err
 	}
 	specs := splitSpec(spec, c.Variants)
+	finish := joinEdges(specs, spec.OnEdge)
 	results := make([]*attack.Result, len(specs))
 	errs := make([]error, len(specs))
 	lead := 0
@@ -44,6 +50,7 @@ func (r *Runner) attackMix(ctx context.Context, c plan.Cell, spec attack.Spec, p
 		}()
 	}
 	wg.Wait()
+	finish()
 	per := map[string]*attack.Result{}
 	var firstErr error
 	for i, v := range c.Variants {
@@ -55,6 +62,49 @@ func (r *Runner) attackMix(ctx context.Context, c plan.Cell, spec attack.Spec, p
 		}
 	}
 	return mergeResults(results), per, firstErr
+}
+
+// joinEdges makes the variants' edges one pair: the start edge is passed on
+// at the first variant's start, the end edge at the last variant's end.
+// finish, called once every variant has returned, passes on an end edge
+// that a variant which never started sending would otherwise hold back.
+func joinEdges(specs []attack.Spec, on func(end bool, at time.Time)) (finish func()) {
+	if on == nil {
+		return func() {}
+	}
+	var (
+		mu             sync.Mutex
+		started, ended int
+		last           time.Time
+	)
+	for i := range specs {
+		specs[i].OnEdge = func(end bool, at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !end {
+				started++
+				if started == 1 {
+					on(false, at)
+				}
+				return
+			}
+			ended++
+			if at.After(last) {
+				last = at
+			}
+			if ended == len(specs) { // the merged window ends at the latest variant's end
+				on(true, last)
+			}
+		}
+	}
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if started > 0 && ended < len(specs) {
+			ended = len(specs)
+			on(true, last)
+		}
+	}
 }
 
 // splitSpec gives each variant its header and its share of the load: at
@@ -81,7 +131,9 @@ func splitSpec(s attack.Spec, vs []plan.Variant) []attack.Spec {
 }
 
 // mergeResults is the cell's account over all variants: the window spans
-// them all, counts add up and the exact histograms merge.
+// them all, counts add up, the exact histograms merge (into a copy: the
+// variants' own results stay as they are), the drain ends with the last
+// variant's and the lag p99 is the worst variant's.
 func mergeResults(rs []*attack.Result) *attack.Result {
 	var m *attack.Result
 	for _, r := range rs {
@@ -90,7 +142,8 @@ func mergeResults(rs []*attack.Result) *attack.Result {
 		}
 		if m == nil {
 			m = &attack.Result{WarmupStart: r.WarmupStart, Start: r.Start, End: r.End,
-				Codes: map[int]int64{}, ErrorReasons: map[string]int64{}}
+				Codes: map[int]int64{}, ErrorReasons: map[string]int64{},
+				LateCodes: map[int]int64{}, LateReasons: map[string]int64{}}
 		}
 		if !r.WarmupStart.IsZero() && (m.WarmupStart.IsZero() || r.WarmupStart.Before(m.WarmupStart)) {
 			m.WarmupStart = r.WarmupStart
@@ -107,15 +160,28 @@ func mergeResults(rs []*attack.Result) *attack.Result {
 		m.Scheduled += r.Scheduled
 		m.Sent += r.Sent
 		m.WrongOrigin += r.WrongOrigin
+		m.Missed += r.Missed
+		m.Capped += r.Capped
+		m.Late += r.Late
+		m.LagP99 = max(m.LagP99, r.LagP99)
+		if r.DrainEnd.After(m.DrainEnd) {
+			m.DrainEnd = r.DrainEnd
+		}
 		for k, n := range r.Codes {
 			m.Codes[k] += n
 		}
 		for k, n := range r.ErrorReasons {
 			m.ErrorReasons[k] += n
 		}
+		for k, n := range r.LateCodes {
+			m.LateCodes[k] += n
+		}
+		for k, n := range r.LateReasons {
+			m.LateReasons[k] += n
+		}
 		if r.Hist != nil {
 			if m.Hist == nil {
-				m.Hist = r.Hist
+				m.Hist = hdrhistogram.Import(r.Hist.Export())
 			} else {
 				m.Hist.Merge(r.Hist)
 			}

@@ -16,11 +16,13 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/progress"
+	"proxybench/loadgen/internal/selfcpu"
 )
 
 // Attacker sends one cell's load; *attack.Attacker is one. On ctx
@@ -80,6 +82,9 @@ type Runner struct {
 	Clock    Clock
 	Log      *slog.Logger
 	Host     manifest.Host
+	// Self reads the loadgen's own CPU at every window edge; nil: a fresh
+	// unregistered one.
+	Self *selfcpu.Collector
 
 	m       *manifest.Manifest
 	dir     string
@@ -104,6 +109,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	}
 	if r.Clock == nil {
 		r.Clock = RealClock{}
+	}
+	if r.Self == nil {
+		r.Self = selfcpu.New(r.Log)
 	}
 	p := r.Plan
 	r.dir = filepath.Join(p.Results, p.Run)
@@ -345,7 +353,7 @@ func base(c plan.Cell) manifest.Cell {
 		ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat,
 		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
 		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
-		Codes: map[string]int64{},
+		Codes: map[string]int64{}, Expected: scenario.Expected(c.Scenario),
 	}
 }
 

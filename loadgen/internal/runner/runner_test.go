@@ -30,7 +30,8 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 	dir := t.TempDir()
 	srv := map[string]*httptest.Server{"nginx": fakeProxy(t, nil), "caddy": fakeProxy(t, nil)}
 	a := args(t, dir, "-tier", "1s", "-proxies", "nginx,caddy", "-origins", "fast")
-	metricsAddr := a[slices.Index(a, "-metrics-addr")+1]
+	ln := listenLocal(t)
+	metricsAddr := ln.Addr().String()
 	clock := &sleeper{}
 	var midRun []string
 	h := &hooks{start: func(n int, c plan.Cell) {
@@ -55,7 +56,7 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 	}}
 	var stdout strings.Builder
 	code := run(context.Background(), a, &stdout, io.Discard, testLog(t),
-		env{target: targets(srv), docker: noDocker, clock: clock, display: func(d progress.Display) progress.Display { h.Display = d; return h }})
+		env{target: targets(srv), docker: noDocker, clock: clock, metrics: ln, display: func(d progress.Display) progress.Display { h.Display = d; return h }})
 	if code != ExitOK {
 		t.Fatalf("exit %d, stdout %s", code, stdout.String())
 	}
@@ -71,7 +72,7 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 			t.Errorf("cell %d: %s %s (%s), want %s ok", i, c.ID, c.Status, c.Reason, want)
 		}
 		w := c.End.Sub(c.Start)
-		if c.Requests < 100 || c.Codes["200"] != c.Requests || c.Errors != 0 || c.Latency.Count != c.Requests ||
+		if c.Requests < 100 || c.Codes["200"] != c.Requests || c.Errors != 0 || c.Latency.Count != c.Requests+c.Late ||
 			c.Latency.P99 <= 0 || w < 900*time.Millisecond || w > 2*time.Second || c.WarmupStart != nil {
 			t.Errorf("cell %s: %d req, codes %v, %d errors, latency %+v, window %s", c.ID, c.Requests, c.Codes, c.Errors, c.Latency, w)
 		}
@@ -312,10 +313,11 @@ func TestModes(t *testing.T) {
 	}{
 		{"closed", []string{"-concurrency", "3"}, func(c manifest.Cell) bool { return c.Mode == "closed" && c.Concurrency == 3 && c.Scheduled == 0 }},
 		{"open", []string{"-rate", "200"}, func(c manifest.Cell) bool {
-			return c.Mode == "open" && c.Rate == 200 && c.Scheduled >= 150 && c.Scheduled <= 250 && c.Sent == c.Scheduled
+			return c.Mode == "open" && c.Rate == 200 && c.Scheduled >= 150 && c.Scheduled <= 250 && c.Sent+c.Missed == c.Scheduled
 		}},
 		{"rate stages", []string{"-stages", "500ms:100,500ms:300"}, func(c manifest.Cell) bool {
-			return c.Mode == "stages" && c.Tier == "stages" && c.Rate == 300 && c.DurationS == 1 && c.Scheduled > 50
+			// The schedule's average: (0+100)/2 over 0.5 s, (100+300)/2 over 0.5 s.
+			return c.Mode == "stages" && c.Tier == "stages" && c.Rate == 125 && c.DurationS == 1 && c.Scheduled > 50
 		}},
 		{"concurrency stages", []string{"-stages", "1s:3", "-stage-kind", "concurrency"}, func(c manifest.Cell) bool {
 			return c.Mode == "stages" && c.Concurrency == 3 && c.Rate == 0

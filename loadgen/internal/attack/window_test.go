@@ -1,0 +1,383 @@
+package attack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+)
+
+// stamped is a real HTTP server that notes when it finished each request
+// and freezes once, for `stall`, from `at` after its first request: the
+// first request after that holds a gate, every other one waits behind it.
+type stamped struct {
+	*counted
+	mu    sync.Mutex
+	first time.Time
+	done  []time.Time
+	gate  sync.RWMutex
+	once  sync.Once
+	at    time.Duration
+	stall time.Duration
+}
+
+func newStamped(t *testing.T, at, stall time.Duration) *stamped {
+	s := &stamped{at: at, stall: stall}
+	s.counted = newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		if s.first.IsZero() {
+			s.first = time.Now()
+		}
+		since := time.Since(s.first)
+		s.mu.Unlock()
+		if s.stall > 0 && since >= s.at {
+			s.once.Do(func() {
+				s.gate.Lock()
+				time.Sleep(s.stall)
+				s.gate.Unlock()
+			})
+		}
+		s.gate.RLock()
+		s.gate.RUnlock() //nolint:staticcheck // waits out the stall
+		w.Write([]byte("ok"))
+		s.mu.Lock()
+		s.done = append(s.done, time.Now())
+		s.mu.Unlock()
+	})
+	return s
+}
+
+// doneBy counts the requests the server finished at or before t.
+func (s *stamped) doneBy(t time.Time) (n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.done {
+		if !d.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+type edgeCall struct {
+	end      bool
+	at, when time.Time
+}
+
+type edgeLog struct {
+	mu    sync.Mutex
+	calls []edgeCall
+}
+
+func (l *edgeLog) on(end bool, at time.Time) {
+	l.mu.Lock()
+	l.calls = append(l.calls, edgeCall{end, at, time.Now()})
+	l.mu.Unlock()
+}
+
+// check says what is wrong with the calls: want one start edge at start,
+// then one end edge at end.
+func (l *edgeLog) check(start, end time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.calls) != 2 || l.calls[0].end || !l.calls[1].end {
+		return fmt.Sprintf("edges %+v, want one start then one end", l.calls)
+	}
+	if !l.calls[0].at.Equal(start) || !l.calls[1].at.Equal(end) {
+		return fmt.Sprintf("edges at %v and %v, want the window %v .. %v", l.calls[0].at, l.calls[1].at, start, end)
+	}
+	return ""
+}
+
+// A server that freezes for 1.5 s from 2 s into a 3 s closed loop: the
+// window stays the planned 3 s, its rate is what the server finished inside
+// it, and the requests the stall held past the end are late, their 1.5 s
+// latencies in the histogram. The end edge comes at the planned end, before
+// the drain.
+func TestStallAtTheEndIsLateNotALongerWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"event loop", nil}, {"goroutine per conn", []Option{WithGoroutinePerConn()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const conc = 4
+			srv := newStamped(t, 2*time.Second, 1500*time.Millisecond)
+			a, _ := newAttacker(t, tc.opts...)
+			var edges edgeLog
+			res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: conc, Duration: 3 * time.Second, OnEdge: edges.on})
+			if !res.End.Equal(res.Start.Add(3 * time.Second)) {
+				t.Errorf("window %v .. %v, want exactly the planned 3s", res.Start, res.End)
+			}
+			if w := res.Window(); w != 3 {
+				t.Errorf("Window() %v, want 3", w)
+			}
+			inWindow := srv.doneBy(res.End)
+			want := float64(inWindow) / 3
+			if rps := res.RPS(); rps < 0.98*want || rps > 1.02*want || res.Requests == 0 {
+				t.Errorf("rps %.1f (%d requests), server finished %d in the window: want %.1f ±2%%", rps, res.Requests, inWindow, want)
+			}
+			// Every connection was stuck in the stall at the end.
+			if res.Late != conc || res.LateCodes[200] != conc || res.Errors != 0 {
+				t.Errorf("late %d %v, errors %d %v; want %d late 200s", res.Late, res.LateCodes, res.Errors, res.ErrorReasons, conc)
+			}
+			if got := srv.handled.Load(); got != res.Requests+res.Late {
+				t.Errorf("server handled %d, requests %d + late %d", got, res.Requests, res.Late)
+			}
+			if res.Hist.TotalCount() != res.Requests+res.Late || res.Latency().Max < 1.4 {
+				t.Errorf("histogram %d samples, max %.3fs: want the window's %d and the %d late ones with ~1.5s",
+					res.Hist.TotalCount(), res.Latency().Max, res.Requests, res.Late)
+			}
+			if d := res.DrainEnd.Sub(res.End); d < 300*time.Millisecond || d > 2*time.Second {
+				t.Errorf("drain end %v after the window's end, want ~0.5s", d)
+			}
+			if why := edges.check(res.Start, res.End); why != "" {
+				t.Error(why)
+			}
+			if c := edges.calls[len(edges.calls)-1]; c.when.Before(res.End) || !c.when.Before(res.DrainEnd) {
+				t.Errorf("end edge called at %v: want after the planned end %v and before the drain ended %v", c.when, res.End, res.DrainEnd)
+			}
+		})
+	}
+}
+
+// gather renders reg in the text format.
+func gather(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
+
+// 300/s offered to a server that takes 20 ms per request over 2
+// connections (at most 100/s): the sends wait for a free connection
+// (capped, kept out of the lag), the window's end stops them, and what was
+// due and never sent is missed.
+func TestOpenLoopOverCapacityIsCappedAndMissed(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
+	a, reg := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 300, Concurrency: 2, Duration: time.Second,
+		Labels: Labels{"nginx", "fast", "simple"}})
+	t.Logf("scheduled %d sent %d missed %d capped %d late %d lag p99 %v", res.Scheduled, res.Sent, res.Missed, res.Capped, res.Late, res.LagP99)
+	if res.Scheduled != 300 || res.Sent+res.Missed != res.Scheduled {
+		t.Errorf("scheduled %d (want 300), sent %d + missed %d", res.Scheduled, res.Sent, res.Missed)
+	}
+	// 2 connections x 1 s / 20 ms, and the 2 in flight at the end.
+	if res.Sent > 102 || res.Missed < 198 {
+		t.Errorf("sent %d, missed %d: the server takes at most 100/s", res.Sent, res.Missed)
+	}
+	if res.Capped < res.Sent/2 {
+		t.Errorf("capped %d of %d sent: most sends waited for a connection", res.Capped, res.Sent)
+	}
+	if res.Requests+res.Errors+res.Late != res.Sent || srv.handled.Load() != res.Sent {
+		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, srv.handled.Load())
+	}
+	text := gather(t, reg)
+	lb := `{origin="fast",proxy="nginx",scenario="simple"}`
+	for _, want := range []string{
+		"proxybench_open_loop_missed_total" + lb + " " + itoa(int(res.Missed)),
+		"proxybench_open_loop_capped_total" + lb + " " + itoa(int(res.Capped)),
+		"proxybench_open_loop_sent_total" + lb + " " + itoa(int(res.Sent)),
+		"proxybench_open_loop_lag_seconds_count" + lb + " " + itoa(int(res.Sent-res.Capped)),
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// Well under capacity nothing waits for a connection and everything due is
+// sent in the window. Not parallel, like TestOpenLoopRateAccuracy.
+func TestOpenLoopUnderCapacityMissesNothing(t *testing.T) {
+	srv := newCounted(t, hello)
+	tryThrice(t, func() string {
+		a, _ := newAttacker(t)
+		res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 200, Concurrency: 50, Duration: time.Second})
+		if res.Scheduled != 200 || res.Sent+res.Missed != res.Scheduled || res.Capped != 0 {
+			t.Errorf("scheduled %d sent %d missed %d capped %d: want 200 due, none capped", res.Scheduled, res.Sent, res.Missed, res.Capped)
+		}
+		if res.Missed != 0 {
+			return fmt.Sprintf("missed %d (lag p99 %v)", res.Missed, res.LagP99)
+		}
+		return ""
+	})
+}
+
+// A traffic mix runs attacks with the same labels at once: the in-flight
+// and target-rate gauges hold the sum of both, and return to 0.
+func TestSharedGaugesSumConcurrentAttacks(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var held atomic.Int64
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		held.Add(1)
+		<-release
+	})
+	a, reg := newAttacker(t)
+	lb := Labels{"haproxy", "fast", "auth"}
+	var wg sync.WaitGroup
+	for _, s := range []Spec{
+		{Mode: Open, Rate: 100, Concurrency: 2},
+		{Mode: Open, Rate: 250.5, Concurrency: 3},
+	} {
+		s.URL, s.Duration, s.Labels, s.Timeout = srv.URL, 1500*time.Millisecond, lb, 5*time.Second
+		wg.Go(func() {
+			if _, err := a.Run(context.Background(), s, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	sel := `{origin="fast",proxy="haproxy",scenario="auth"} `
+	inFlight, rate := "proxybench_requests_in_flight"+sel+"5\n", "proxybench_target_rate_requests_per_second"+sel+"350.5\n"
+	deadline := time.Now().Add(1200 * time.Millisecond)
+	var text string
+	for {
+		text = gather(t, reg)
+		if strings.Contains(text, inFlight) && strings.Contains(text, rate) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(text, inFlight) || !strings.Contains(text, rate) {
+		t.Errorf("while both ran (%d requests held), want %q and %q in\n%s", held.Load(), inFlight, rate, grep(text, sel))
+	}
+	close(release)
+	wg.Wait()
+	text = gather(t, reg)
+	for _, want := range []string{"proxybench_requests_in_flight" + sel + "0\n", "proxybench_target_rate_requests_per_second" + sel + "0\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("after both ended, want %q in\n%s", want, grep(text, sel))
+		}
+	}
+}
+
+func grep(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// A target slower than the offered rate, behind 2 connections: the knee's
+// "sent < 99 % of scheduled" fires, and says the cap was reached.
+func TestKneeStopsWhenMaxInFlightIsReached(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
+	a, _ := newAttacker(t)
+	last, steps, err := a.Knee(context.Background(), Spec{URL: srv.URL, Concurrency: 2},
+		KneeOptions{StartRate: 25, Step: 100, MaxRate: 500, StepDuration: time.Second, P99: time.Minute, MaxErrorRatio: 0.5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		t.Logf("rate %v held %v %s: sent %d of %d, capped %d", s.Rate, s.Held, s.Why, s.Result.Sent, s.Result.Scheduled, s.Result.Capped)
+	}
+	if last != 25 || len(steps) != 2 || steps[1].Held {
+		t.Fatalf("knee at %v after %d steps, want 25 held and 125 broken", last, len(steps))
+	}
+	if why := steps[1].Why; !strings.Contains(why, "max in flight reached (capped ") {
+		t.Errorf("why %q, want max in flight reached", why)
+	}
+}
+
+// The knee tells the target's saturation (capped sends) from a loadgen that
+// could not keep up (misses without capping).
+func TestKneeWhyTellsCappedFromMissed(t *testing.T) {
+	t.Parallel()
+	o := KneeOptions{P99: time.Second, MaxErrorRatio: 0.01}
+	ok := map[int]int64{200: 900}
+	for _, tc := range []struct {
+		name string
+		res  Result
+		want string
+	}{
+		{"held", Result{Requests: 1000, Codes: map[int]int64{200: 1000}, Scheduled: 1000, Sent: 995, Missed: 5}, ""},
+		{"capped", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 400},
+			"sent 900 of 1000 scheduled: max in flight reached (capped 400)"},
+		{"loadgen", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 2, LagP99: 30 * time.Millisecond},
+			"sent 900 of 1000 scheduled: the loadgen could not keep up (missed 100, lag p99 30ms)"},
+		{"errors first", Result{Requests: 900, Errors: 100, Codes: ok, Scheduled: 1000, Sent: 1000}, "error ratio 0.1000 > 0.0100 (errors and 5xx)"},
+	} {
+		if got := kneeWhy(&tc.res, o); got != tc.want {
+			t.Errorf("%s: why %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The edges are called once each, at Result.Start and Result.End, with a
+// warm-up in front, and when ctx ends early (then at the cancellation, also
+// during the warm-up).
+func TestOnEdge(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	for _, tc := range []struct {
+		name   string
+		s      Spec
+		cancel time.Duration
+	}{
+		{"warm-up", Spec{Mode: Open, Rate: 200, Warmup: 200 * time.Millisecond, Duration: 300 * time.Millisecond}, 0},
+		{"cancelled", Spec{Mode: Closed, Concurrency: 2, Duration: time.Minute}, 300 * time.Millisecond},
+		{"cancelled in warm-up", Spec{Mode: Open, Rate: 100, Warmup: time.Minute, Duration: time.Minute}, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, _ := newAttacker(t)
+			var edges edgeLog
+			s := tc.s
+			s.URL, s.OnEdge = srv.URL, edges.on
+			ctx := context.Background()
+			if tc.cancel > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.cancel)
+				defer cancel()
+			}
+			res, err := a.Run(ctx, s, nil)
+			if tc.cancel > 0 != errors.Is(err, context.DeadlineExceeded) || res == nil {
+				t.Fatalf("err %v", err)
+			}
+			if len(edges.calls) != 2 {
+				t.Fatalf("edges %+v, want a start and an end", edges.calls)
+			}
+			start, end := res.Start, res.End
+			if tc.name == "cancelled in warm-up" {
+				start = edges.calls[0].at // both at the cancellation
+				if !start.Equal(edges.calls[len(edges.calls)-1].at) || !res.End.Equal(res.Start) || start.After(res.Start) {
+					t.Errorf("edges %+v, window %v .. %v", edges.calls, res.Start, res.End)
+				}
+				end = start
+			}
+			if why := edges.check(start, end); why != "" {
+				t.Error(why)
+			}
+			if c := edges.calls[0]; tc.s.Warmup > 0 && tc.cancel == 0 && c.when.Before(res.Start) {
+				t.Errorf("start edge called at %v, before the window's start %v", c.when, res.Start)
+			}
+			if dl, ok := ctx.Deadline(); ok && tc.name == "cancelled" && (res.End.Before(dl) || res.End.Sub(dl) > 200*time.Millisecond) {
+				t.Errorf("window ends %v after the cancellation, want just after", res.End.Sub(dl))
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"proxybench/internal/cgroup"
+	"proxybench/internal/dockerx"
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/selfcpu"
+)
+
+// edges reads the CPU counters at a cell's two window edges: the loadgen's
+// own (selfcpu) and the proxy container's cgroup usage. The engine calls
+// on at each edge of every attack it runs; a mix runs one attack per
+// variant, so only the first call of each edge reads.
+type edges struct {
+	self  *selfcpu.Collector
+	proxy *cgroup.Group // nil: the proxy's CPU is not read
+	log   *slog.Logger
+
+	once [2]sync.Once // start, end
+	mu   sync.Mutex
+	read [2]edgeRead
+}
+
+type edgeRead struct {
+	done     bool
+	self     selfcpu.Snapshot
+	proxy    time.Duration
+	proxyErr error
+}
+
+// newEdges finds the proxy container's cgroup now, before the window, so
+// that the edges only read counters.
+func newEdges(self *selfcpu.Collector, ctr *dockerx.Container, log *slog.Logger) *edges {
+	e := &edges{self: self, log: log}
+	switch {
+	case ctr == nil:
+		log.Debug("proxy CPU not read: no container")
+	case ctr.Pid <= 0:
+		log.Debug("proxy CPU not read: the container has no main process", "container", ctr.Name)
+	default:
+		g, err := cgroup.Of(ctr.Pid)
+		if err != nil {
+			log.Debug("proxy CPU not read: its cgroup cannot be found", "container", ctr.Name, "pid", ctr.Pid, "err", err)
+			break
+		}
+		e.proxy = g
+	}
+	return e
+}
+
+// on is the attack's Spec.OnEdge.
+func (e *edges) on(end bool, _ time.Time) {
+	i := 0
+	if end {
+		i = 1
+	}
+	e.once[i].Do(func() {
+		r := edgeRead{done: true, self: e.self.Snapshot()}
+		if e.proxy != nil {
+			r.proxy, r.proxyErr = e.proxy.Usage()
+		}
+		e.mu.Lock()
+		e.read[i] = r
+		e.mu.Unlock()
+	})
+}
+
+// record puts the window's CPU use into the manifest cell: nothing when
+// an edge was never reached (the cell stopped before its window).
+func (e *edges) record(mc *manifest.Cell) {
+	e.mu.Lock()
+	start, end := e.read[0], e.read[1]
+	e.mu.Unlock()
+	if !start.done || !end.done {
+		return
+	}
+	lg := end.self.Since(start.self)
+	mc.Loadgen = &lg
+	if e.proxy == nil {
+		return
+	}
+	if err := errors.Join(start.proxyErr, end.proxyErr); err != nil {
+		e.log.Debug("proxy CPU not read: its cgroup is unreadable", "cell", mc.ID, "err", err)
+		return
+	}
+	s := (end.proxy - start.proxy).Seconds()
+	mc.ProxyCPUSeconds = &s
+}

@@ -1,0 +1,298 @@
+// Package selfcpu owns the loadgen's account of its own CPU: how much it
+// can really get (cgroup quota, affinity mask, GOMAXPROCS), whether the
+// kernel held it back (CFS throttling, run delay, CPU pressure) and how
+// much it used. A Collector publishes these as the proxybench_loadgen_cpu_*
+// and proxybench_loadgen_run_delay_seconds_total series, and its Snapshot
+// reads them all at one instant so the runner can difference them across a
+// cell's window edges.
+package selfcpu
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/internal/cgroup"
+	"proxybench/internal/manifest"
+)
+
+// Capacity sources.
+const (
+	SourceQuota      = "cgroup quota"
+	SourceAffinity   = "affinity"
+	SourceGOMAXPROCS = "gomaxprocs"
+)
+
+// Collector is a prometheus.Collector of the loadgen's own CPU series.
+type Collector struct {
+	cg     *cgroup.Group // nil when the loadgen's cgroup cannot be found
+	fs     cgroup.FS
+	procFS string // /proc, for the threads' schedstat
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	delay    runDelay
+	thr      cgroup.Throttling // last good reading: counters never go back
+	warned   map[string]bool
+	hasPSI   bool
+	lastPSI  time.Duration
+	limit    *prometheus.Desc
+	periods  *prometheus.Desc
+	thrPer   *prometheus.Desc
+	thrSec   *prometheus.Desc
+	runDelay *prometheus.Desc
+	pressure *prometheus.Desc
+}
+
+// New finds the loadgen's cgroup; without one (not Linux, or no cgroup
+// mounted) the quota is unknown and the cgroup counters stay 0, which it
+// logs once. log may be nil.
+func New(log *slog.Logger) *Collector {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Collector{log: log, procFS: "/proc", warned: map[string]bool{}, delay: runDelay{last: map[int]int64{}}}
+	cg, err := cgroup.Self()
+	if err != nil {
+		log.Warn("loadgen cgroup not found: its CPU quota and throttling are not known", "err", err)
+	}
+	c.cg = cg
+	if _, err := c.readPressure(); err == nil {
+		c.hasPSI = true
+	}
+	c.limit = prometheus.NewDesc("proxybench_loadgen_cpu_limit_cores",
+		"CPU cores the loadgen can really get: the smallest of its cgroup CPU quota, the CPUs in its affinity mask (which reflects the cpuset) and GOMAXPROCS.", nil, nil)
+	c.periods = prometheus.NewDesc("proxybench_loadgen_cpu_periods_total",
+		"CFS enforcement periods of the loadgen's cgroup with runnable tasks (cpu.stat nr_periods); 0 without a quota.", nil, nil)
+	c.thrPer = prometheus.NewDesc("proxybench_loadgen_cpu_throttled_periods_total",
+		"Periods in which the loadgen's cgroup ran out of CPU quota (cpu.stat nr_throttled); 0 without a quota.", nil, nil)
+	c.thrSec = prometheus.NewDesc("proxybench_loadgen_cpu_throttled_seconds_total",
+		"Time the loadgen's cgroup was throttled for lack of CPU quota (cpu.stat throttled_time or throttled_usec); 0 without a quota.", nil, nil)
+	c.runDelay = prometheus.NewDesc("proxybench_loadgen_run_delay_seconds_total",
+		"Time the loadgen's threads were runnable but waiting for a CPU, summed over threads (/proc/self/task/*/schedstat). A thread's delay after its last reading before it exited is lost.", nil, nil)
+	c.pressure = prometheus.NewDesc("proxybench_loadgen_cpu_pressure_seconds_total",
+		"CPU pressure of the loadgen's cgroup (cgroup v2 cpu.pressure, else the system's /proc/pressure/cpu): time at least one task was runnable but waiting for a CPU (PSI some total).", nil, nil)
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.limit
+	ch <- c.periods
+	ch <- c.thrPer
+	ch <- c.thrSec
+	ch <- c.runDelay
+	if c.hasPSI {
+		ch <- c.pressure
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.Snapshot()
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, s.CapacityCores)
+	ch <- prometheus.MustNewConstMetric(c.periods, prometheus.CounterValue, float64(s.Periods))
+	ch <- prometheus.MustNewConstMetric(c.thrPer, prometheus.CounterValue, float64(s.ThrottledPeriods))
+	ch <- prometheus.MustNewConstMetric(c.thrSec, prometheus.CounterValue, s.Throttled.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.runDelay, prometheus.CounterValue, s.RunDelay.Seconds())
+	if c.hasPSI && s.HasPressure {
+		ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.CounterValue, s.Pressure.Seconds())
+	}
+}
+
+// Capacity is the CPU the loadgen can really get, in cores, and which
+// bound sets it: the smallest of the cgroup quota, the CPUs of the
+// affinity mask and GOMAXPROCS (a tie goes to the first of those).
+func (c *Collector) Capacity() (cores float64, source string) {
+	cores, source = float64(runtime.GOMAXPROCS(0)), SourceGOMAXPROCS
+	if n, err := affinityCPUs(); err == nil {
+		if n := float64(n); n > 0 && n <= cores {
+			cores, source = n, SourceAffinity
+		}
+	} else if !errors.Is(err, errors.ErrUnsupported) {
+		c.warnOnce("affinity", "cannot read the loadgen's affinity mask", err)
+	}
+	if c.cg != nil {
+		q, limited, err := c.cg.Quota()
+		switch {
+		case err != nil:
+			c.warnOnce("quota", "cannot read the loadgen's CPU quota", err)
+		case limited && q <= cores:
+			cores, source = q, SourceQuota
+		}
+	}
+	return cores, source
+}
+
+// Snapshot is every reading at one instant.
+type Snapshot struct {
+	At             time.Time
+	CapacityCores  float64
+	CapacitySource string
+	CPU            time.Duration // the process's user + system CPU (getrusage RUSAGE_SELF)
+	// The cgroup's cpu.stat: zero without a quota or without a cgroup.
+	Periods, ThrottledPeriods int64
+	Throttled                 time.Duration
+	RunDelay                  time.Duration // summed over threads, monotonic
+	Pressure                  time.Duration // PSI some total; valid when HasPressure
+	HasPressure               bool
+}
+
+// Snapshot reads everything now. It is safe for concurrent use.
+func (c *Collector) Snapshot() Snapshot {
+	s := Snapshot{At: time.Now()}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		s.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	s.CapacityCores, s.CapacitySource = c.Capacity()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cg != nil {
+		t, err := c.cg.Throttling()
+		if err != nil {
+			c.warnOnceLocked("throttling", "cannot read the loadgen's cpu.stat", err)
+		} else {
+			// A counter never goes back, even if a read went wrong.
+			c.thr = cgroup.Throttling{Periods: max(c.thr.Periods, t.Periods), Throttled: max(c.thr.Throttled, t.Throttled),
+				ThrottledTime: max(c.thr.ThrottledTime, t.ThrottledTime)}
+		}
+	}
+	s.Periods, s.ThrottledPeriods, s.Throttled = c.thr.Periods, c.thr.Throttled, c.thr.ThrottledTime
+	if err := c.delay.read(filepath.Join(c.procFS, "self", "task")); err != nil {
+		c.warnOnceLocked("schedstat", "cannot read the loadgen's run delay", err)
+	}
+	s.RunDelay = c.delay.total()
+	if c.hasPSI {
+		if p, err := c.readPressure(); err == nil {
+			c.lastPSI = max(c.lastPSI, p)
+		} else {
+			c.warnOnceLocked("psi", "cannot read CPU pressure", err)
+		}
+		s.Pressure, s.HasPressure = c.lastPSI, true
+	}
+	return s
+}
+
+func (c *Collector) readPressure() (time.Duration, error) {
+	if c.cg != nil {
+		return c.cg.Pressure()
+	}
+	return c.fs.SystemPressure()
+}
+
+// Since is the loadgen's CPU account from start to s (s the later one).
+func (s Snapshot) Since(start Snapshot) manifest.LoadgenCPU {
+	out := manifest.LoadgenCPU{
+		CapacityCores: s.CapacityCores, CapacitySource: s.CapacitySource,
+		CPUSeconds:       (s.CPU - start.CPU).Seconds(),
+		Periods:          s.Periods - start.Periods,
+		ThrottledPeriods: s.ThrottledPeriods - start.ThrottledPeriods,
+		ThrottledSeconds: (s.Throttled - start.Throttled).Seconds(),
+		RunDelaySeconds:  (s.RunDelay - start.RunDelay).Seconds(),
+	}
+	if start.CapacityCores < out.CapacityCores { // the capacity changed in the window: the smaller holds
+		out.CapacityCores, out.CapacitySource = start.CapacityCores, start.CapacitySource
+	}
+	if s.HasPressure && start.HasPressure {
+		p := (s.Pressure - start.Pressure).Seconds()
+		out.PressureSeconds = &p
+	}
+	return out
+}
+
+func (c *Collector) warnOnce(key, msg string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.warnOnceLocked(key, msg, err)
+}
+
+func (c *Collector) warnOnceLocked(key, msg string, err error) {
+	if !c.warned[key] {
+		c.warned[key] = true
+		c.log.Warn(msg, "err", err)
+	}
+}
+
+// runDelay sums the threads' schedstat run delay. A thread's counter is
+// remembered by thread id; when the thread is gone (or its id was reused
+// by a newer thread with a smaller counter) its last value moves to gone,
+// so the total never decreases.
+type runDelay struct {
+	last map[int]int64 // tid -> ns at the last reading
+	gone int64         // ns of threads no longer listed
+}
+
+func (d *runDelay) read(taskDir string) error {
+	ents, err := os.ReadDir(taskDir)
+	if err != nil {
+		return err
+	}
+	seen := make(map[int]int64, len(ents))
+	var firstErr error
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(taskDir, e.Name(), "schedstat"))
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // exited while listed
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			if prev, ok := d.last[tid]; ok {
+				seen[tid] = prev // unread this time, not gone
+			}
+			continue
+		}
+		// "on-CPU ns, run-queue wait ns, timeslices"
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		seen[tid] = ns
+	}
+	d.update(seen)
+	return firstErr
+}
+
+func (d *runDelay) update(seen map[int]int64) {
+	for tid, ns := range seen {
+		if prev, ok := d.last[tid]; ok && ns < prev { // a new thread under an old id
+			d.gone += prev
+		}
+		d.last[tid] = ns
+	}
+	for tid, ns := range d.last {
+		if _, ok := seen[tid]; !ok {
+			d.gone += ns
+			delete(d.last, tid)
+		}
+	}
+}
+
+func (d *runDelay) total() time.Duration {
+	t := d.gone
+	for _, ns := range d.last {
+		t += ns
+	}
+	return time.Duration(t)
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
