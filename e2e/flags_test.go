@@ -293,7 +293,8 @@ const passthrough = `        location /fast/ { proxy_pass http://fast/; }`
 
 // TestFlagUnexpectedStatus: a proxy that answers 30 % of requests with a
 // cheap 404 is invalid (unexpected_status) and cannot win its origin; one
-// that answers 5 % with 502 is invalid for errors; one that routes /fast/
+// that answers 5 % with 502 is invalid for errors (5xx are errors, not
+// unexpected statuses); one that routes /fast/
 // to another origin is misrouted; 0.05 % of 404s stay under the threshold.
 func TestFlagUnexpectedStatus(t *testing.T) {
 	results := t.TempDir()
@@ -306,7 +307,7 @@ func TestFlagUnexpectedStatus(t *testing.T) {
 		{"404s", `        location /fast/ { if ($pb_warm$pb_split = 1a) { return 404; } proxy_pass http://fast/; }`,
 			[]string{"unexpected_status"}, []string{"misrouted"}, "404"},
 		{"502s", `        location /fast/ { if ($pb_warm$pb_split = 1b) { return 502; } proxy_pass http://fast/; }`,
-			[]string{"errors", "unexpected_status"}, nil, "502"},
+			[]string{"errors"}, []string{"unexpected_status"}, "5xx"}, // 5xx are judged by errors alone, at its own threshold
 		{"wrongorigin", `        location /fast/ { proxy_pass http://$pb_up/; }`,
 			[]string{"misrouted"}, []string{"unexpected_status"}, "X-Origin"},
 		{"rare404", `        location /fast/ { if ($pb_warm$pb_split = 1c) { return 404; } proxy_pass http://fast/; }`,

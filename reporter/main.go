@@ -1,18 +1,20 @@
 // Command reporter builds proxybench reports from Prometheus and compares
 // runs.
 //
-//	reporter build   -prom URL -run ID [-results DIR] [-slo-p99 120ms] [-slo-errors 0.01]
+//	reporter build   -prom URL -run ID [-results DIR] [-slo-p99 120ms] [-slo-errors 0.01] [-force]
 //	reporter diff    -a ID -b ID [-results DIR] [-threshold 5%]
 //	reporter history [-results DIR]
 //
 // Exit codes: 0 success; 1 the report or diff could not be produced; 2 bad
 // usage; 3 build: the report was written but a cell failed an SLO; 4 diff: a
-// cell regressed beyond the threshold.
+// cell regressed beyond the threshold. A build poorer than the report.json it
+// would replace (fewer cells, server-side cells or exact latencies) leaves
+// that report and the history as they are, writes report.partial.json/.md,
+// warns on stderr and exits 0.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -102,8 +104,10 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer, now 
 	fs.Var(ratio{&sloErr}, "slo-errors", "SLO: every cell's error ratio must be below this (e.g. 1% or 0.01); overrides the plan")
 	conc := fs.Int("concurrency", 4, "cells queried in parallel")
 	noHistory := fs.Bool("no-history", false, "do not archive the report in <results>/history/")
+	force := fs.Bool("force", false, "replace <results>/<run>/report.json even when it holds more cells, server-side cells or exact latencies than the new report")
 	th := report.DefaultThresholds
 	fs.Var(ratio{&th.ErrorRatio}, "max-error-ratio", "validity: a cell with more errors than this is invalid")
+	fs.Var(ratio{&th.UnexpectedStatus}, "max-unexpected-status", "validity: a cell with a larger share of statuses its scenario does not expect (5xx apart) is invalid (e.g. 0.1% or 0.001)")
 	fs.Float64Var(&th.LoadgenCPUFraction, "loadgen-cpu-fraction", th.LoadgenCPUFraction, "validity: loadgen CPU at or above this fraction of its limit is loadgen-bound")
 	fs.Int64Var(&th.MinRequests, "min-requests", th.MinRequests, "validity: fewer attempts than this are too few samples")
 	if err := fs.Parse(args); err != nil {
@@ -132,9 +136,18 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer, now 
 		fmt.Fprintf(stderr, "reporter build: %v\n", err)
 		return exitError
 	}
-	if err := output.Write(dir, r); err != nil {
+	saved, err := build.Save(dir, r, *force)
+	if err != nil {
 		fmt.Fprintf(stderr, "reporter build: %v\n", err)
 		return exitError
+	}
+	if !saved.Replaced {
+		// The richer report stands; the poorer one is kept beside it.
+		fmt.Fprintf(stderr, "reporter build: WARNING: kept %s (%s): the new report has less (%s) and went to %s instead; "+
+			"history not updated. Rebuild when Prometheus holds the run's series, or pass -force to replace it.\n",
+			saved.Report, saved.Old, saved.New, strings.Join(saved.Partial, " and "))
+		fmt.Fprintf(stdout, "report %s: %d cells kept; poorer rebuild in %s\n", r.Run, saved.Old.Cells, saved.Partial[len(saved.Partial)-1])
+		return exitOK
 	}
 	if !*noHistory {
 		if err := output.Archive(*results, r); err != nil {
@@ -162,8 +175,8 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 	fs.Var(ratio{&o.Threshold}, "threshold", "relative change that counts (e.g. 5% or 0.05)")
 	fs.Var(ratio{&o.ErrorThreshold}, "error-threshold", "absolute error-ratio change that counts (e.g. 0.5%)")
 	fs.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Mann-Whitney U test")
-	fs.BoolVar(&o.RequireSignificance, "require-significance", false, "fail only on statistically significant regressions (needs >= 4 repeats per side)")
-	metrics := fs.String("metrics", strings.Join(o.Metrics, ","), "metrics compared (rps, p50_seconds, p99_seconds, p99_9_seconds, error_ratio, proxy_cpu_cores, proxy_mem_peak_bytes)")
+	fs.BoolVar(&o.RequireSignificance, "require-significance", false, "metric changes fail only when statistically significant (needs >= 4 repeats per side); missing, failed or skipped cells, more invalid repeats and more errors still fail")
+	metrics := fs.String("metrics", strings.Join(o.Metrics, ","), "metrics compared (goodput_rps, rps, p50_seconds, p99_seconds, p99_9_seconds, error_ratio, proxy_cpu_cores, proxy_mem_peak_bytes)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -182,19 +195,12 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 			return exitUsage
 		}
 	}
-	load := func(id string) (*report.Report, error) {
-		p := filepath.Join(*results, id, "report.json")
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-			p = filepath.Join(*results, "history", id, "report.json")
-		}
-		return output.Read(p)
-	}
-	ra, err := load(*a)
+	ra, err := diff.Load(*results, *a)
 	if err != nil {
 		fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, *a)
 		return exitError
 	}
-	rb, err := load(*b)
+	rb, err := diff.Load(*results, *b)
 	if err != nil {
 		fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, *b)
 		return exitError

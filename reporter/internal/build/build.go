@@ -250,14 +250,18 @@ func emptyCell(w collect.Window) report.Cell {
 	return report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
 		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{},
-		RPS: n, OKRPS: n, ErrorRatio: n, RateLimitedRatio: n, InFlightMean: n,
-		Latency:    report.Latency{Mean: n, P50: n, P90: n, P95: n, P99: n, P999: n, Max: n},
-		ProxyRes:   report.Resources{CPUMeanCores: n, CPUPeakCores: n, MemMeanBytes: n, MemPeakBytes: n, MemSlopeMBPerMin: n},
-		LoadgenCPU: report.LoadgenCPU{MeanCores: n, PeakCores: n, LimitCores: n}}
+		RPS: n, GoodputRPS: n, OKRPS: n, ErrorRatio: n, RateLimitedRatio: n, InFlightMean: n, Missed: n, Capped: n, LateShare: n,
+		Latency:  report.Latency{Mean: n, P50: n, P90: n, P95: n, P99: n, P999: n, Max: n},
+		ProxyRes: report.Resources{CPUMeanCores: n, CPUPeakCores: n, MemMeanBytes: n, MemPeakBytes: n, MemSlopeMBPerMin: n},
+		LoadgenCPU: report.LoadgenCPU{MeanCores: n, PeakCores: n, LimitCores: n, ThrottledShare: n, RunDelayShare: n,
+			PressureShare: n, LagP99Seconds: n}}
 }
 
-// mergeManifest adds the exact percentiles; where Prometheus had no traffic
-// series it also takes the counts, so the cell still says something.
+// mergeManifest adds the exact percentiles, and what Prometheus lacks: the
+// late completions, open-loop missed and capped sends and lag, and the CPU
+// read at the window's edges (preferred over cAdvisor's increase). Where
+// Prometheus had no traffic series it also takes the counts, so the cell
+// still says something.
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	c.ScenarioData = mc.ScenarioData
@@ -266,8 +270,40 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		c.Latency.Exact = &report.Exact{Mean: report.Num(l.Mean), P50: report.Num(l.P50), P90: report.Num(l.P90),
 			P95: report.Num(l.P95), P99: report.Num(l.P99), P999: report.Num(l.P999), Max: report.Num(l.Max)}
 	}
+	if c.DrainEnd == nil && mc.DrainEnd != nil {
+		de := *mc.DrainEnd
+		c.DrainEnd = &de
+	}
+	if openLoop := mc.Rate > 0 || mc.Scheduled > 0; openLoop {
+		if !c.Missed.Known() {
+			c.Missed = report.Num(mc.Missed)
+		}
+		if !c.Capped.Known() {
+			c.Capped = report.Num(mc.Capped)
+		}
+		if !c.LoadgenCPU.LagP99Seconds.Known() && mc.LagP99S > 0 {
+			c.LoadgenCPU.LagP99Seconds = report.Num(mc.LagP99S)
+		}
+	}
+	if mc.ProxyCPUSeconds != nil && c.ProxyRes.CPUSource != "cgroup_edges" {
+		c.SetProxyCPU(report.Num(*mc.ProxyCPUSeconds), "cgroup_edges")
+	}
+	if lg := mc.Loadgen; lg != nil {
+		mergeLoadgen(&c.LoadgenCPU, lg, c.DurationS)
+	}
 	if c.ServerSide {
+		// Prometheus's totals count every completion; take out the late ones
+		// the manifest knows of when Prometheus has no late series.
+		if c.LateSource == "" && mc.Late > 0 {
+			collect.SplitLate(c.Codes, mc.LateCodes)
+			collect.SplitLate(c.ErrorReasons, mc.LateReasons)
+			c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, "manifest"
+			report.Classify(c)
+		}
 		return
+	}
+	if mc.Late > 0 {
+		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, "manifest"
 	}
 	c.Codes = map[string]int64{}
 	for k, v := range mc.Codes {
@@ -281,6 +317,31 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	report.Classify(c)
 	if l.Count > 0 && !c.Latency.Mean.Known() {
 		c.Latency.Mean = report.Num(l.Mean)
+	}
+}
+
+// mergeLoadgen fills from the manifest's edge readings what Prometheus
+// lacks; the process CPU read at the edges wins over the anchored increase.
+func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
+	if !l.LimitCores.Known() && m.CapacityCores > 0 {
+		l.LimitCores = report.Num(m.CapacityCores)
+	}
+	if l.Source != "process_edges" && d.Known() && d > 0 && m.CPUSeconds > 0 {
+		l.MeanCores, l.Source = report.Num(m.CPUSeconds)/d, "process_edges"
+	}
+	have := *l
+	periods, throttled := report.Num(m.Periods), report.Num(m.ThrottledPeriods)
+	pressure := report.NaN()
+	if m.PressureSeconds != nil {
+		pressure = report.Num(*m.PressureSeconds)
+	}
+	l.SetShares(periods, throttled, report.Num(m.RunDelaySeconds), pressure, d)
+	// Prometheus's readings stay where it had them.
+	for _, f := range []struct{ dst, was *report.Num }{{&l.ThrottledShare, &have.ThrottledShare},
+		{&l.RunDelayShare, &have.RunDelayShare}, {&l.PressureShare, &have.PressureShare}} {
+		if f.was.Known() {
+			*f.dst = *f.was
+		}
 	}
 }
 

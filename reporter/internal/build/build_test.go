@@ -17,10 +17,10 @@ import (
 
 // synthRun is the run every test here reads back; its start is a whole
 // second a few hours ago so that discovery at "now" finds it.
-func synthRun(id string, repeats int) *synth.Run {
+func synthRun(id string, repeats int, flagCells bool) *synth.Run {
 	start := time.Now().Add(-3 * time.Hour).Truncate(time.Second).UTC()
 	return synth.New(synth.Options{ID: id, Start: start, Proxies: []string{"nginx", "haproxy", "traefik", "caddy"},
-		Origins: []string{"node", "python", "go", "fast"}, Repeats: repeats, DurationS: 5})
+		Origins: []string{"node", "python", "go", "fast"}, Repeats: repeats, DurationS: 5, FlagCells: flagCells})
 }
 
 // startProm backfills r into a fresh TSDB and serves it with real Prometheus.
@@ -43,7 +43,7 @@ func TestBuildMatchesTruth(t *testing.T) {
 		t.Skip("starts Prometheus")
 	}
 	t.Parallel()
-	run := synthRun("truth-1", 1)
+	run := synthRun("truth-1", 1, true)
 	c := startProm(t, run)
 	r, err := Build(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: t.TempDir(),
 		SLO: report.SLO{P99: 5 * time.Millisecond, ErrorRatio: 0.01}, SLOFromFlag: true, Thresholds: report.DefaultThresholds, Now: time.Now})
@@ -64,11 +64,15 @@ func TestBuildMatchesTruth(t *testing.T) {
 			if g == nil {
 				t.Fatalf("cell %s missing", want.ID)
 			}
-			checkCell(t, g, want, i)
+			checkCell(t, g, want)
 		})
 	}
-	if r.Summary.Invalid != 4 || r.Summary.Suspect != 1 {
-		t.Errorf("summary %+v, want 4 invalid and 1 suspect", r.Summary)
+	verdicts := map[string]int{}
+	for _, c := range run.Cells {
+		verdicts[c.Verdict]++
+	}
+	if s := r.Summary; s.Valid != verdicts["valid"] || s.Suspect != verdicts["suspect"] || s.Invalid != verdicts["invalid"] {
+		t.Errorf("summary %+v, want %v", r.Summary, verdicts)
 	}
 	if len(r.Environment.Proxies) != 4 || r.Environment.Proxies[0].Version != "nginx-1.0.0" || r.Environment.Proxies[0].CPULimitCores != 2 ||
 		r.Environment.Proxies[0].MemLimitBytes != 512<<20 {
@@ -76,9 +80,22 @@ func TestBuildMatchesTruth(t *testing.T) {
 	}
 }
 
-func checkCell(t *testing.T, g *report.Cell, w *synth.Cell, i int) {
+// flagReasons are words each flag cell's reasons must hold: the signal
+// that fired, its value and its threshold.
+var flagReasons = map[string][]string{
+	"unexpected-404":    {"404: 3120 of 10400 (30.0 %)", "expected 2xx", "> 0.1 %"},
+	"loadgen-capacity":  {"CPU mean 0.15 of 0.15 cores", ">= 90 %", "1-s peak 0.15 of 0.15 cores", ">= 98 %"},
+	"loadgen-spike":     {"1-s peak 1 of 1 cores of capacity (100 %, >= 98 %)"},
+	"loadgen-throttled": {"throttled in 20.0 % of its CPU periods (> 10 %)"},
+	"loadgen-run-delay": {"waited for a CPU 15.0 % of the window's capacity (run delay, > 10 %)"},
+	"open-loop-capped":  {"max in flight (10) was reached for 6.0 % of sends (600 of 10000, > 1 %)", "coordinated omission corrected"},
+	"open-loop-missed":  {"missed 300 of 10000 scheduled sends (3.0 %, > 1 %)"},
+	"open-loop-lag":     {"send lag p99", "(> 1 ms)"},
+}
+
+func checkCell(t *testing.T, g *report.Cell, w *synth.Cell) {
 	t.Helper()
-	d := w.End.Sub(w.Start).Seconds()
+	d := w.Duration()
 	if !g.Start.Equal(w.Start) || !g.End.Equal(w.End) {
 		t.Errorf("window %s..%s, want %s..%s", g.Start, g.End, w.Start, w.End)
 	}
@@ -89,14 +106,35 @@ func checkCell(t *testing.T, g *report.Cell, w *synth.Cell, i int) {
 	if !equalMaps(g.ErrorReasons, nonZero(w.Reasons)) {
 		t.Errorf("error reasons %v, want %v", g.ErrorReasons, nonZero(w.Reasons))
 	}
-	var total int64
-	for _, v := range w.Codes {
-		total += v
-	}
+	total := w.InWindow()
 	if g.Requests != total || g.Latency.Count != int64(len(w.Latencies)) {
-		t.Errorf("requests %d / latency count %d, want %d", g.Requests, g.Latency.Count, total)
+		t.Errorf("requests %d / latency count %d, want %d in the window / %d observed", g.Requests, g.Latency.Count, total, len(w.Latencies))
 	}
+	// Late completions are counted apart; the rates are in-window counts
+	// over the planned duration, exactly.
+	wantDrain := w.End
+	if !w.DrainEnd.IsZero() {
+		wantDrain = w.DrainEnd
+	}
+	if g.Late != w.Late() || !equalMaps(nonZero(g.LateCodes), nonZero(w.LateCodes)) || g.DrainEnd == nil || !g.DrainEnd.Equal(wantDrain) {
+		t.Errorf("late %d %v drain end %v, want %d %v %v", g.Late, g.LateCodes, g.DrainEnd, w.Late(), w.LateCodes, wantDrain)
+	}
+	if w.Late() > 0 && g.LateSource != "prometheus" {
+		t.Errorf("late source %q, want prometheus", g.LateSource)
+	}
+	attempts := total + sumOf(w.Reasons)
+	eq(t, "late share", g.LateShare, float64(w.Late())/float64(attempts+w.Late()))
 	eq(t, "rps", g.RPS, float64(total)/d)
+	var good int64
+	for code, n := range w.Codes {
+		if strings.HasPrefix(code, "2") {
+			good += n
+		}
+	}
+	eq(t, "goodput", g.GoodputRPS, float64(good)/d)
+	if g.Unexpected != total-good {
+		t.Errorf("unexpected statuses %d, want %d", g.Unexpected, total-good)
+	}
 	eq(t, "latency mean", g.Latency.Mean, mean(w.Latencies))
 	if g.Latency.Source != "classic" {
 		t.Errorf("latency source %q, want classic", g.Latency.Source)
@@ -116,15 +154,38 @@ func checkCell(t *testing.T, g *report.Cell, w *synth.Cell, i int) {
 	if g.WrongOrigin != w.WrongOrigin {
 		t.Errorf("wrong origin %d, want %d", g.WrongOrigin, w.WrongOrigin)
 	}
-	eq(t, "cpu mean", g.ProxyRes.CPUMeanCores, w.ProxyCPU)
+	eq(t, "cpu mean", g.ProxyRes.CPUMeanCores, w.ProxyCPUMean())
 	eq(t, "cpu peak", g.ProxyRes.CPUPeakCores, w.ProxyCPU)
+	if want := map[bool]string{true: "cgroup_edges", false: "cadvisor"}[w.ProxyCPUEdgeS > 0]; g.ProxyRes.CPUSource != want {
+		t.Errorf("cpu source %q, want %q", g.ProxyRes.CPUSource, want)
+	}
 	// Memory samples inside (start, end] sit at start+0.75 s, +1.75 s, ...
 	eq(t, "mem mean", g.ProxyRes.MemMeanBytes, 1e6*(w.MemStartMB+w.MemSlopeMBPerS*(0.75+(d-1)/2)))
 	eq(t, "mem peak", g.ProxyRes.MemPeakBytes, 1e6*(w.MemStartMB+w.MemSlopeMBPerS*(d-0.25)))
 	eq(t, "mem slope", g.ProxyRes.MemSlopeMBPerMin, w.MemSlopeMBPerS*60)
-	eq(t, "loadgen cpu", g.LoadgenCPU.MeanCores, w.LoadgenCPU)
-	eq(t, "loadgen cpu peak", g.LoadgenCPU.PeakCores, w.LoadgenCPU)
-	eq(t, "loadgen limit", g.LoadgenCPU.LimitCores, 2)
+	lg := g.LoadgenCPU
+	eq(t, "loadgen cpu", lg.MeanCores, w.LoadgenMean())
+	eq(t, "loadgen cpu peak", lg.PeakCores, math.Max(w.LoadgenCPU, w.LoadgenSpike))
+	eq(t, "loadgen limit", lg.LimitCores, w.LoadgenLimit)
+	if want := map[bool]string{true: "process_edges", false: "process_cpu_seconds_total"}[w.LoadgenCPUEdgeS > 0]; lg.Source != want {
+		t.Errorf("loadgen cpu source %q, want %q", lg.Source, want)
+	}
+	eq(t, "loadgen throttled share", lg.ThrottledShare, w.ThrottledShare)
+	eq(t, "loadgen run delay share", lg.RunDelayShare, w.RunDelayPerS/w.LoadgenLimit)
+	if lg.PressureShare.Known() {
+		t.Errorf("pressure share %v, want unknown (no PSI series)", lg.PressureShare)
+	}
+	if w.TargetRate > 0 {
+		eq(t, "target rate", g.TargetRateRPS, w.TargetRate)
+		inBucket(t, "lag p99", lg.LagP99Seconds, w.Lags, 0.99, synth.LagBuckets)
+		eq(t, "missed", g.Missed, float64(w.Missed))
+		eq(t, "capped", g.Capped, float64(w.Capped))
+		if g.Scheduled != w.Scheduled || g.Sent != w.Sent {
+			t.Errorf("scheduled %d sent %d, want %d %d", g.Scheduled, g.Sent, w.Scheduled, w.Sent)
+		}
+	} else if lg.LagP99Seconds.Known() || g.Missed.Known() || g.Capped.Known() {
+		t.Errorf("closed loop with lag %v missed %v capped %v, want unknown", lg.LagP99Seconds, g.Missed, g.Capped)
+	}
 	if w.Go {
 		if g.GC == nil {
 			t.Fatal("no GC numbers for a Go proxy")
@@ -132,7 +193,7 @@ func checkCell(t *testing.T, g *report.Cell, w *synth.Cell, i int) {
 		eq(t, "gc cycles", g.GC.Cycles, float64(w.GCCyclesPerS)*d)
 		eq(t, "gc cycles/s", g.GC.CyclesPerS, float64(w.GCCyclesPerS))
 		eq(t, "gc cpu %", g.GC.CPUPercent, 100*w.GCCPUPerS/2)
-		eq(t, "gc share", g.GC.ShareOfProxyCPU, 100*w.GCCPUPerS/w.ProxyCPU)
+		eq(t, "gc share", g.GC.ShareOfProxyCPU, 100*w.GCCPUPerS/w.ProxyCPUMean())
 		eq(t, "heap mean", g.GC.LiveHeapMeanBytes, 1e6*(w.HeapMB+w.HeapSlopeMBPerS*(0.75+(d-1)/2)))
 		eq(t, "heap slope", g.GC.LiveHeapSlope, w.HeapSlopeMBPerS*60)
 		// The exact window (start, end] ends 0.25 s after the last scrape
@@ -146,14 +207,27 @@ func checkCell(t *testing.T, g *report.Cell, w *synth.Cell, i int) {
 	}
 	// A route answering 404 to everything is misrouted; 4xx are not
 	// failures (the recording rules' definition), so no errors flag.
-	wantFlags := map[int]string{4: report.FlagMisrouted, 5: report.FlagLittle, 6: report.FlagLoadgenBound, 7: report.FlagMisrouted, 8: report.FlagErrors}
-	var codes []string
+	var codes, reasons []string
 	for _, f := range g.Validity.Flags {
 		codes = append(codes, f.Code)
+		reasons = append(reasons, f.Reason)
 	}
-	if got := strings.Join(codes, " "); got != wantFlags[i] {
-		t.Errorf("flags %v, want [%s]", g.Validity.Flags, wantFlags[i])
+	if got, want := strings.Join(codes, " "), strings.Join(w.Flags, " "); got != want || g.Validity.Verdict != w.Verdict {
+		t.Errorf("%s flags %v, want %s [%s]", g.Validity.Verdict, g.Validity.Flags, w.Verdict, want)
 	}
+	for _, want := range flagReasons[w.Origin] {
+		if !strings.Contains(strings.Join(reasons, "; "), want) {
+			t.Errorf("reasons %q lack %q", reasons, want)
+		}
+	}
+}
+
+func sumOf(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func eq(t *testing.T, what string, got report.Num, want float64) {
@@ -220,7 +294,7 @@ func equalMaps(a, b map[string]int64) bool {
 // BenchmarkBuild80 builds the report of an 80-cell run (4 proxies x 4
 // origins x 5 repeats) against real Prometheus; the target is < 10 s.
 func BenchmarkBuild80(b *testing.B) {
-	run := synthRun("bench-80", 5)
+	run := synthRun("bench-80", 5, false)
 	c := startProm(b, run)
 	dir := b.TempDir()
 	var write time.Duration

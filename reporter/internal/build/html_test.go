@@ -54,7 +54,7 @@ func TestReportHTMLRendersInChromium(t *testing.T) {
 		t.Skip("starts Prometheus and Chromium")
 	}
 	bin := chromium(t)
-	run := synthRun("html-1", 2)
+	run := synthRun("html-1", 2, true)
 	c := startProm(t, run)
 	dir := t.TempDir()
 	r, err := Build(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: dir,

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"math"
 	"net"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
@@ -87,3 +89,72 @@ func TestBuildErrorsWithoutAnySource(t *testing.T) {
 		t.Fatalf("err = %v, want a nothing-to-report error", err)
 	}
 }
+
+// TestMergeManifestFillsWhatPrometheusLacks: a cell whose Prometheus series
+// have no late, missed, capped or edge-CPU readings takes them from the
+// manifest; its totals lose the late completions the manifest counted.
+func TestMergeManifestFillsWhatPrometheusLacks(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	drain := start.Add(12 * time.Second)
+	w := emptyCell(collectWindow(start))
+	w.ServerSide = true
+	w.Codes = map[string]int64{"200": 10060, "404": 40} // Prometheus: every completion, late ones too
+	w.Scheduled, w.Sent, w.Scrapes, w.Latency.Source, w.ProxyRes.MemMeanBytes = 10000, 10000, 10, "native", 1e7
+	w.LoadgenCPU.MeanCores, w.LoadgenCPU.Source = 0.3, "process_cpu_seconds_total"
+	w.ProxyRes.CPUMeanCores, w.ProxyRes.CPUSource = 0.8, "cadvisor"
+	report.Classify(&w)
+	pressure := 0.5
+	mc := &manifest.Cell{ID: w.ID, Rate: 1000, Scheduled: 10000, Sent: 10000, Late: 60, LateCodes: map[string]int64{"200": 60},
+		DrainEnd: &drain, Missed: 0, Capped: 300, LagP99S: 0.0004, ProxyCPUSeconds: ptr(5.0),
+		Loadgen: &manifest.LoadgenCPU{CapacityCores: 1, CPUSeconds: 9.2, Periods: 100, ThrottledPeriods: 15, RunDelaySeconds: 1.5, PressureSeconds: &pressure}}
+	mergeManifest(&w, mc)
+	if w.Codes["200"] != 10000 || w.Late != 60 || w.LateSource != "manifest" || !near(w.RPS, 1004) || !near(w.GoodputRPS, 1000) {
+		t.Errorf("codes %v late %d (%s) rps %v goodput %v, want 10000 x 200, 60 late from the manifest, 1004 and 1000 req/s",
+			w.Codes, w.Late, w.LateSource, w.RPS, w.GoodputRPS)
+	}
+	if !w.DrainEnd.Equal(drain) || float64(w.Missed) != 0 || float64(w.Capped) != 300 || float64(w.LoadgenCPU.LagP99Seconds) != 0.0004 {
+		t.Errorf("drain %v missed %v capped %v lag %v", w.DrainEnd, w.Missed, w.Capped, w.LoadgenCPU.LagP99Seconds)
+	}
+	if !near(w.ProxyRes.CPUMeanCores, 0.5) || w.ProxyRes.CPUSource != "cgroup_edges" {
+		t.Errorf("proxy cpu %v from %s, want 0.5 from cgroup_edges", w.ProxyRes.CPUMeanCores, w.ProxyRes.CPUSource)
+	}
+	l := w.LoadgenCPU
+	if !near(l.MeanCores, 0.92) || l.Source != "process_edges" || !near(l.LimitCores, 1) || !near(l.ThrottledShare, 0.15) ||
+		!near(l.RunDelayShare, 0.15) || !near(l.PressureShare, 0.05) {
+		t.Errorf("loadgen %+v, want mean 0.92 from process_edges, capacity 1, throttled 0.15, run delay 0.15, pressure 0.05", l)
+	}
+	report.Judge(&w, report.DefaultThresholds, false)
+	var codes []string
+	for _, f := range w.Validity.Flags {
+		codes = append(codes, f.Code+"/"+f.Severity)
+	}
+	// Capped 3 %: the proxy, not the loadgen, held the rate back; the
+	// loadgen is bound all the same by its own CPU and throttling.
+	want := "loadgen_bound/invalid loadgen_bound/invalid loadgen_bound/suspect sut_saturated/suspect unexpected_status/invalid"
+	if got := strings.Join(codes, " "); got != want {
+		t.Errorf("flags %v, want %s", w.Validity.Flags, want)
+	}
+
+	// What Prometheus has stays.
+	p := emptyCell(collectWindow(start))
+	p.ServerSide, p.LateSource, p.Late = true, "prometheus", 7
+	p.Codes = map[string]int64{"200": 1000}
+	p.Missed, p.Capped = 2, 0
+	p.SetProxyCPU(4, "cgroup_edges")
+	p.LoadgenCPU.LimitCores, p.LoadgenCPU.ThrottledShare = 2, 0
+	mergeManifest(&p, mc)
+	if p.Late != 7 || p.Codes["200"] != 1000 || float64(p.Missed) != 2 || float64(p.Capped) != 0 || !near(p.ProxyRes.CPUMeanCores, 0.4) ||
+		float64(p.LoadgenCPU.LimitCores) != 2 || float64(p.LoadgenCPU.ThrottledShare) != 0 {
+		t.Errorf("Prometheus's values overwritten: %+v", p)
+	}
+}
+
+func collectWindow(start time.Time) collect.Window {
+	return collect.Window{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1,
+		Start: start, End: start.Add(10 * time.Second), TargetRate: 1000, Ended: true}
+}
+
+func ptr(f float64) *float64 { return &f }
+
+func near(n report.Num, want float64) bool { return n.Known() && math.Abs(float64(n)-want) < 1e-9 }

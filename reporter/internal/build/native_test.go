@@ -21,8 +21,12 @@ import (
 // TestNativeHistogramScraped drives a real registry with exactly known
 // observations, lets the real Prometheus scrape it every second with native
 // histograms on, and checks the report's native-histogram percentiles
-// against the truth within the schema's bucket error (factor 1.1 gives
-// schema 3: buckets grow by 2^(1/8), so an estimate is within 9.05 %).
+// against the truth within the schema's bucket error. Factor 1.1 gives
+// schema 3: bucket i is (2^((i-1)/8), 2^(i/8)], 9.05 % wide, and
+// histogram_quantile interpolates inside the bucket that holds the true
+// quantile, so the estimate lies in that same bucket: at most 9.05 % above
+// or 8.3 % below the truth (README "Reading the numbers"). Half the width
+// (~4.5 %) would bound only an estimator that took the bucket's middle.
 func TestNativeHistogramScraped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus and waits for scrapes")
@@ -94,8 +98,11 @@ func TestNativeHistogramScraped(t *testing.T) {
 	}{{0.5, g.Latency.P50}, {0.9, g.Latency.P90}, {0.95, g.Latency.P95}, {0.99, g.Latency.P99}, {0.999, g.Latency.P999}, {1, g.Latency.Max}} {
 		truth := obs[int(math.Ceil(q.q*float64(len(obs))))-1]
 		t.Logf("q=%v native estimate %.6f s, true %.6f s (%+.2f %%)", q.q, float64(q.v), truth, 100*(float64(q.v)/truth-1))
-		if rel := float64(q.v)/truth - 1; !q.v.Known() || math.Abs(rel) > math.Pow(2, 1.0/8)-1 {
-			t.Errorf("p%s = %v, true %v: %.1f %% off, beyond the bucket bound", strconv.FormatFloat(q.q*100, 'f', -1, 64), float64(q.v), truth, rel*100)
+		i := math.Ceil(8 * math.Log2(truth))
+		lo, hi := math.Pow(2, (i-1)/8), math.Pow(2, i/8)
+		if est := float64(q.v); !q.v.Known() || est < lo*(1-1e-12) || est > hi*(1+1e-12) {
+			t.Errorf("p%s = %v, true %v: %.2f %% off, outside the true value's schema-3 bucket [%v, %v]",
+				strconv.FormatFloat(q.q*100, 'f', -1, 64), est, truth, 100*(est/truth-1), lo, hi)
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // Margins around a window for the loadgen's quiet traffic series (design
-// notes, timing guarantee): counting over (start-1s, end+1.5s] is exact.
+// notes, timing guarantee): counting over (start-1s, end+1.5s] is exact,
+// where end is the later of the planned end and the drain of late requests.
 const (
 	MarginBefore = time.Second
 	MarginAfter  = 1500 * time.Millisecond
@@ -100,7 +101,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	cell := report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
 		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{}}
-	traffic := newSpan(w.Start.Add(-MarginBefore), w.End.Add(MarginAfter))
+	traffic := newSpan(w.Start.Add(-MarginBefore), w.TrafficEnd())
 	exact := newSpan(w.Start, w.End)
 	sel := fmt.Sprintf(`{proxy=%s,origin=%s,scenario=%s}`, quote(w.Proxy), quote(w.Origin), quote(w.Scenario))
 	svc := fmt.Sprintf(`{service=%s}`, quote(w.Proxy))
@@ -109,8 +110,13 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	lg := `{job="loadgen"}`
 
 	var b batch
+	// Totals count every completion, late ones too; in-window = total - late.
 	b.add("code", counter("proxybench_requests_total", sel, "code", traffic))
 	b.add("reason", counter("proxybench_request_errors_total", sel, "reason", traffic))
+	b.add("late_code", counter("proxybench_requests_late_total", sel, "code", traffic))
+	b.add("late_reason", counter("proxybench_request_errors_late_total", sel, "reason", traffic))
+	b.add("missed", counter("proxybench_open_loop_missed_total", sel, "", traffic))
+	b.add("capped", counter("proxybench_open_loop_capped_total", sel, "", traffic))
 	if kinds.LatencyNative {
 		nh := nativeHist("proxybench_request_duration_seconds", sel, traffic)
 		for _, q := range quantiles {
@@ -118,6 +124,8 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		}
 		b.add("lat_n_count", "histogram_count("+nh+")")
 		b.add("lat_n_sum", "histogram_sum("+nh+")")
+		// The lag histogram has the latency histogram's flavour (same loadgen).
+		b.add("lag_p99", "histogram_quantile(0.99, "+nativeHist("proxybench_open_loop_lag_seconds", sel, traffic)+")")
 	} else {
 		ch := classicHist("proxybench_request_duration_seconds", sel, traffic)
 		for _, q := range quantiles {
@@ -125,6 +133,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		}
 		b.add("lat_c_count", counter("proxybench_request_duration_seconds_count", sel, "", traffic))
 		b.add("lat_c_sum", counter("proxybench_request_duration_seconds_sum", sel, "", traffic))
+		b.add("lag_p99", "histogram_quantile(0.99, "+classicHist("proxybench_open_loop_lag_seconds", sel, traffic)+")")
 	}
 	b.add("wrong", counter("proxybench_wrong_origin_total", sel, "", traffic))
 	b.add("sched", counter("proxybench_open_loop_scheduled_total", sel, "", traffic))
@@ -147,6 +156,11 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	b.add("mem_peak", fmt.Sprintf("max(max_over_time(container_memory_working_set_bytes%s[%s] @ %s) and on(id) topk(1, %s))", svc, exact.W, exact.E, cpuInc))
 	b.add("lg_cpu", fmt.Sprintf("sum(increase(process_cpu_seconds_total%s[%s] anchored @ %s))", lg, exact.W, exact.E))
 	b.add("lg_limit", fmt.Sprintf("max(last_over_time(proxybench_loadgen_cpu_limit_cores[%s] @ %s))", traffic.W, traffic.E))
+	for _, m := range []struct{ name, metric string }{{"lg_periods", "proxybench_loadgen_cpu_periods_total"},
+		{"lg_throttled", "proxybench_loadgen_cpu_throttled_periods_total"}, {"lg_run_delay", "proxybench_loadgen_run_delay_seconds_total"},
+		{"lg_pressure", "proxybench_loadgen_cpu_pressure_seconds_total"}} {
+		b.add(m.name, fmt.Sprintf("sum(increase(%s%s[%s] anchored @ %s))", m.metric, lg, exact.W, exact.E))
+	}
 	if isGo {
 		for _, m := range []struct{ name, metric string }{{"gc_cycles", "proxybench_gc_cycles_total"},
 			{"gc_forced", "proxybench_gc_forced_cycles_total"}, {"gc_cpu", "proxybench_gc_cpu_seconds_total"}} {
@@ -164,28 +178,41 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 			}
 		}
 	}
-	res, err := c.Query(ctx, b.expr(), w.End.Add(MarginAfter))
+	res, err := c.Query(ctx, b.expr(), w.TrafficEnd())
 	if err != nil {
 		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
 	}
 	v := map[string]float64{}
-	seen := 0 // traffic series seen, even when they counted nothing
+	seen, lateSeen := 0, 0 // traffic series seen, even when they counted nothing
+	lateCodes, lateReasons := map[string]int64{}, map[string]int64{}
 	for _, s := range res {
 		k := s.Labels["rk"]
+		n := int64(math.Round(s.Value))
 		switch k {
 		case "code":
-			if n := int64(math.Round(s.Value)); n != 0 {
-				cell.Codes[s.Labels["code"]] = n
-			}
+			cell.Codes[s.Labels["code"]] = n
 			seen++
 		case "reason":
-			if n := int64(math.Round(s.Value)); n != 0 {
-				cell.ErrorReasons[s.Labels["reason"]] = n
-			}
+			cell.ErrorReasons[s.Labels["reason"]] = n
 			seen++
+		case "late_code":
+			lateCodes[s.Labels["code"]] = n
+			lateSeen++
+		case "late_reason":
+			lateReasons[s.Labels["reason"]] = n
+			lateSeen++
 		default:
 			v[k] = s.Value
 		}
+	}
+	if lateSeen > 0 {
+		cell.LateSource = "prometheus"
+	}
+	cell.Late = SplitLate(cell.Codes, lateCodes) + SplitLate(cell.ErrorReasons, lateReasons)
+	cell.LateCodes, cell.LateReasons = nonZero(lateCodes), nonZero(lateReasons)
+	if !w.DrainEnd.IsZero() {
+		de := w.DrainEnd
+		cell.DrainEnd = &de
 	}
 	num := func(k string) report.Num {
 		if x, ok := v[k]; ok && !math.IsNaN(x) {
@@ -218,6 +245,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	cell.WrongOrigin = int64(math.Round(float64(orZero(num("wrong")))))
 	cell.Scheduled = int64(math.Round(float64(orZero(num("sched")))))
 	cell.Sent = int64(math.Round(float64(orZero(num("sent")))))
+	cell.Missed, cell.Capped = num("missed"), num("capped")
 	cell.InFlightMean = num("inflight")
 	cell.Scrapes = int(orZero(num("scrapes")))
 	d := float64(cell.DurationS)
@@ -227,9 +255,24 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		}
 		return x / report.Num(d)
 	}
-	cell.ProxyRes = report.Resources{CPUMeanCores: perSec(num("cpu")), CPUPeakCores: report.NaN(),
+	cell.ProxyRes = report.Resources{CPUMeanCores: report.NaN(), CPUPeakCores: report.NaN(),
 		MemMeanBytes: num("mem_mean"), MemPeakBytes: num("mem_peak"), MemSlopeMBPerMin: report.NaN()}
-	cell.LoadgenCPU = report.LoadgenCPU{MeanCores: perSec(num("lg_cpu")), PeakCores: report.NaN(), LimitCores: num("lg_limit")}
+	proxyCPU, proxySrc := num("cpu"), "cadvisor"
+	if w.ProxyCPUSeconds != nil {
+		proxyCPU, proxySrc = report.Num(*w.ProxyCPUSeconds), "cgroup_edges"
+	}
+	lgCPU, lgSrc := num("lg_cpu"), "process_cpu_seconds_total"
+	if w.LoadgenCPUSeconds != nil {
+		lgCPU, lgSrc = report.Num(*w.LoadgenCPUSeconds), "process_edges"
+	}
+	cell.LoadgenCPU = report.LoadgenCPU{PeakCores: report.NaN(), LimitCores: num("lg_limit"), ThrottledShare: report.NaN(),
+		RunDelayShare: report.NaN(), PressureShare: report.NaN(), LagP99Seconds: num("lag_p99")}
+	if lgCPU.Known() {
+		cell.LoadgenCPU.MeanCores, cell.LoadgenCPU.Source = perSec(lgCPU), lgSrc
+	} else {
+		cell.LoadgenCPU.MeanCores = report.NaN()
+	}
+	cell.LoadgenCPU.SetShares(num("lg_periods"), num("lg_throttled"), num("lg_run_delay"), num("lg_pressure"), cell.DurationS)
 	if isGo {
 		g := &report.GC{Cycles: num("gc_cycles"), ForcedCycles: num("gc_forced"), CPUSeconds: num("gc_cpu"),
 			LiveHeapMeanBytes: num("heap_mean"), LiveHeapSlope: report.NaN()}
@@ -239,9 +282,6 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		if g.CPUSeconds.Known() && procs.Known() && procs > 0 && d > 0 {
 			g.CPUPercent = 100 * g.CPUSeconds / (procs * report.Num(d))
 		}
-		if cpu := num("cpu"); g.CPUSeconds.Known() && cpu.Known() && cpu > 0 {
-			g.ShareOfProxyCPU = 100 * g.CPUSeconds / cpu
-		}
 		gs := "n"
 		if !num("gcp_n_p50").Known() {
 			gs = "c"
@@ -249,10 +289,41 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		g.PauseP50, g.PauseP99, g.PauseMax = num("gcp_"+gs+"_p50"), num("gcp_"+gs+"_p99"), num("gcp_"+gs+"_max")
 		cell.GC = g
 	}
+	cell.SetProxyCPU(proxyCPU, proxySrc)
 	if err := timeSeries(ctx, c, &cell, svc, cpuSel, lg, isGo); err != nil {
 		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
 	}
 	return cell, nil
+}
+
+// SplitLate removes the late completions from total (which counts every
+// completion) in place, leaving the in-window counts, and returns how many
+// were late. Keys left at zero are dropped.
+func SplitLate(total, late map[string]int64) int64 {
+	var n int64
+	for k, l := range late {
+		total[k] -= l
+		n += l
+	}
+	for k, v := range total {
+		if v == 0 {
+			delete(total, k)
+		}
+	}
+	return n
+}
+
+func nonZero(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func orZero(n report.Num) report.Num {

@@ -22,7 +22,20 @@ type Window struct {
 	Concurrency                       int
 	TargetRate                        float64
 	Failed                            bool
-	Ended                             bool // an end timestamp was published
+	Ended                             bool      // an end timestamp was published
+	DrainEnd                          time.Time // when the last late request completed; zero when not published
+	// Read by the loadgen at the window's edges (end minus start), in CPU
+	// seconds; nil when not published.
+	ProxyCPUSeconds, LoadgenCPUSeconds *float64
+}
+
+// TrafficEnd is where counting the loadgen's traffic counters ends: after
+// the planned end, or after the drain of the late requests when later.
+func (w Window) TrafficEnd() time.Time {
+	if w.DrainEnd.After(w.End) {
+		return w.DrainEnd.Add(MarginAfter)
+	}
+	return w.End.Add(MarginAfter)
 }
 
 // Lookback bounds how far back discovery searches for a run's window series.
@@ -65,6 +78,19 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 	if err != nil {
 		return nil, fmt.Errorf("discover cells: %w", err)
 	}
+	// Published by newer loadgens only: absent is not an error.
+	drain, err := get("proxybench_cell_drain_end_timestamp_seconds")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	proxyCPU, err := get("proxybench_cell_proxy_cpu_seconds")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
+	lgCPU, err := get("proxybench_cell_loadgen_cpu_seconds")
+	if err != nil {
+		return nil, fmt.Errorf("discover cells: %w", err)
+	}
 	out := make([]Window, 0, len(starts))
 	for id, s := range starts {
 		l := s.Labels
@@ -86,6 +112,10 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		if v, ok := failed[id]; ok && v.Value != 0 {
 			w.Failed = true
 		}
+		if v, ok := drain[id]; ok && v.Value > 0 {
+			w.DrainEnd = unix(v.Value)
+		}
+		w.ProxyCPUSeconds, w.LoadgenCPUSeconds = value(proxyCPU, id), value(lgCPU, id)
 		out = append(out, w)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -95,6 +125,14 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
+}
+
+func value(m map[string]promapi.Sample, id string) *float64 {
+	v, ok := m[id]
+	if !ok || math.IsNaN(v.Value) || v.Value < 0 {
+		return nil
+	}
+	return &v.Value
 }
 
 func unix(s float64) time.Time {

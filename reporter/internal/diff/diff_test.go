@@ -82,4 +82,18 @@ func TestCompareMissingCells(t *testing.T) {
 	if len(res.OnlyInA) != 1 || res.OnlyInA[0] != "caddy.go.simple.quick" || len(res.OnlyInB) != 1 || res.OnlyInB[0] != "traefik.go.simple.quick" {
 		t.Fatalf("only in A %v, only in B %v", res.OnlyInA, res.OnlyInB)
 	}
+	// caddy.go is gone from B: a regression; traefik.go is new: listed only.
+	if res.Regressions != 1 {
+		t.Fatalf("%d regressions, want 1 (the cell missing in B)", res.Regressions)
+	}
+	st := map[string]KeyRow{}
+	for _, k := range res.Keys {
+		st[k.Key] = k
+	}
+	if k := st["caddy.go.simple.quick"]; k.Status != KeyMissing || !k.Gate {
+		t.Errorf("caddy.go: %+v, want missing in B and gated", k)
+	}
+	if k := st["traefik.go.simple.quick"]; k.Status != KeyOnlyInB || k.Gate {
+		t.Errorf("traefik.go: %+v, want only in B, not gated", k)
+	}
 }

@@ -1,6 +1,11 @@
 // Package output owns the files of results/<run>/ that the reporter writes
-// (report.json, report.md, report.html, figures/*.svg) and the run index in
-// results/history/ (a copy of every run's report plus manifest.json).
+// (report.json, report.md, report.html, figures/*.svg, and
+// report.partial.json/.md when a rebuild was poorer than the report it would
+// replace) and the run index in results/history/ (a copy of every run's
+// report plus manifest.json). Every file is replaced atomically
+// (internal/atomicfile); the index is read, changed and written under an
+// exclusive flock on results/history/.lock, so concurrent builds never lose
+// an entry.
 package output
 
 import (
@@ -11,8 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
+	"proxybench/internal/atomicfile"
 	"proxybench/reporter/internal/render"
 	"proxybench/reporter/internal/report"
 )
@@ -77,18 +84,65 @@ func Read(path string) (*report.Report, error) {
 	return &r, nil
 }
 
-func writeAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+// Partial names the files WritePartial writes in a run's directory.
+var Partial = []string{"report.partial.json", "report.partial.md"}
+
+// WritePartial stores r as report.partial.json and report.partial.md in dir,
+// leaving report.json and the rest of dir untouched, and returns the paths.
+func WritePartial(dir string, r *report.Report) ([]string, error) {
+	js, err := EncodeJSON(r)
+	if err != nil {
+		return nil, err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	var md bytes.Buffer
+	if err := render.Markdown(&md, render.Build(r)); err != nil {
+		return nil, fmt.Errorf("render markdown: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
+	paths := []string{filepath.Join(dir, Partial[0]), filepath.Join(dir, Partial[1])}
+	for i, b := range [][]byte{js, md.Bytes()} {
+		if err := writeAtomic(paths[i], b); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// RemovePartial deletes report.partial.* from dir (a full report replaced
+// them); absent files are fine.
+func RemovePartial(dir string) error {
+	for _, n := range Partial {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", n, err)
+		}
 	}
 	return nil
+}
+
+func writeAtomic(path string, b []byte) error { return atomicfile.WriteFile(path, b, 0o644) }
+
+// lockHistory takes the exclusive lock of results/history/ (flock on
+// .lock, waiting for other holders) and returns its release.
+func lockHistory(hdir string) (func(), error) {
+	if err := os.MkdirAll(hdir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", hdir, err)
+	}
+	p := filepath.Join(hdir, ".lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open history lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	// Closing the descriptor releases the lock.
+	return func() { f.Close() }, nil
 }
 
 // HistorySchema versions results/history/manifest.json.
@@ -113,13 +167,19 @@ type HistoryEntry struct {
 }
 
 // Archive copies report.json and report.md of r into results/history/<run>/
-// and updates the index, replacing an older entry of the same run.
+// and updates the index, replacing an older entry of the same run. All of it
+// happens under the history lock: two builds archiving at once both land.
 func Archive(resultsDir string, r *report.Report) error {
 	hdir := filepath.Join(resultsDir, "history")
 	js, err := EncodeJSON(r)
 	if err != nil {
 		return err
 	}
+	unlock, err := lockHistory(hdir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := writeAtomic(filepath.Join(hdir, r.Run, "report.json"), js); err != nil {
 		return err
 	}

@@ -60,9 +60,10 @@ func Figures(r *report.Report) map[string][]byte {
 	msFmt := func(v float64) string { return trimZeros(sig(v*1e3, 2)) + " ms" }
 	var lat, rps []panel
 	for _, st := range sts {
+		origins := originsOf(r, origins, st)
 		pl := panel{title: fmt.Sprintf("Latency by origin: bar = p99, tick = p50, whisker to p99.9 (%s, %s)", st[0], st[1]),
 			ylabel: "latency (log scale)", groups: origins, series: proxies, colors: colors, vals: map[[2]string]bar{}, log: true, fmt: msFmt}
-		pr := panel{title: fmt.Sprintf("Throughput by origin (%s, %s)", st[0], st[1]), ylabel: "requests per second",
+		pr := panel{title: fmt.Sprintf("Goodput (responses with an expected status) by origin (%s, %s)", st[0], st[1]), ylabel: "requests per second",
 			groups: origins, series: proxies, colors: colors, vals: map[[2]string]bar{}, fmt: func(v float64) string { return trimZeros(sig(v, 3)) }}
 		for _, o := range origins {
 			for _, p := range proxies {
@@ -72,14 +73,14 @@ func Figures(r *report.Report) map[string][]byte {
 				}
 				inv := g.Valid == 0
 				pl.vals[[2]string{o, p}] = bar{v: median(g, "p99_seconds"), lo: median(g, "p50_seconds"), hi: median(g, "p99_9_seconds"), invalid: inv}
-				pr.vals[[2]string{o, p}] = bar{v: median(g, "rps"), lo: math.NaN(), hi: math.NaN(), invalid: inv}
+				pr.vals[[2]string{o, p}] = bar{v: median(g, "goodput_rps"), lo: math.NaN(), hi: math.NaN(), invalid: inv}
 			}
 		}
 		lat, rps = append(lat, pl), append(rps, pr)
 	}
 	out := map[string][]byte{
 		FigLatency: []byte(barFigure("Latency percentiles per proxy and origin", lat)),
-		FigRPS:     []byte(barFigure("Throughput per proxy and origin", rps)),
+		FigRPS:     []byte(barFigure("Goodput per proxy and origin", rps)),
 	}
 	out[FigResources] = []byte(resourceFigure(r, proxies, colors))
 	if gc := gcPanels(r, origins, colors, proxies); len(gc) > 0 {

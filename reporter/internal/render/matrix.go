@@ -13,8 +13,8 @@ import (
 // and tier: which proxy won, and should I believe it.
 func winnerTable(r *report.Report) Table {
 	t := Table{Caption: "Who won each origin (lowest p99; medians across repeats)",
-		Header: []string{"origin", "scenario / tier", "winner", "p99 ms", "req/s", "runner-up", "p99 ms", "margin", "trust"},
-		Right:  []bool{false, false, false, true, true, false, true, true, false}}
+		Header: []string{"origin", "scenario / tier", "winner", "p99 ms", "goodput req/s", "all req/s", "runner-up", "p99 ms", "margin", "trust"},
+		Right:  []bool{false, false, false, true, true, true, false, true, true, false}}
 	gi := groupIndex(r)
 	proxies, origins, sts := axes(r)
 	for _, st := range sts {
@@ -37,7 +37,7 @@ func winnerTable(r *report.Report) Table {
 			}
 			row := []Cell{txt(o), txt(st[0] + " / " + st[1])}
 			if len(ok) == 0 {
-				row = append(row, Cell{Text: "none", Class: "invalid"}, txt("–"), txt("–"), txt("–"), txt("–"), txt("–"),
+				row = append(row, Cell{Text: "none", Class: "invalid"}, txt("–"), txt("–"), txt("–"), txt("–"), txt("–"), txt("–"),
 					Cell{Text: fmt.Sprintf("✗ all %d proxies' cells invalid", invalid), Class: "invalid"})
 				t.Rows = append(t.Rows, row)
 				continue
@@ -47,7 +47,8 @@ func winnerTable(r *report.Report) Table {
 			})
 			w := ok[0]
 			wp := w.Metrics["p99_seconds"]
-			row = append(row, Cell{Text: w.Proxy, Best: true}, txt(fmtMs(wp.Median)), txt(fmtNum(w.Metrics["rps"].Median, 0)))
+			row = append(row, Cell{Text: w.Proxy, Best: true}, txt(fmtMs(wp.Median)), txt(fmtNum(w.Metrics["goodput_rps"].Median, 0)),
+				txt(fmtNum(w.Metrics["rps"].Median, 0)))
 			var caveats []string
 			if len(ok) > 1 {
 				ru := ok[1]
@@ -64,8 +65,8 @@ func winnerTable(r *report.Report) Table {
 				row = append(row, txt("–"), txt("–"), txt("–"))
 				caveats = append(caveats, "the only proxy with trustworthy cells")
 			}
-			if w.Valid < w.Repeats {
-				caveats = append(caveats, fmt.Sprintf("%d of %d repeats invalid", w.Repeats-w.Valid, w.Repeats))
+			if w.Invalid > 0 {
+				caveats = append(caveats, invalidRepeats(w))
 			}
 			if suspectCells(r, w) {
 				caveats = append(caveats, "winner has suspect cells (section 5)")
@@ -81,8 +82,22 @@ func winnerTable(r *report.Report) Table {
 			t.Rows = append(t.Rows, row)
 		}
 	}
-	t.Notes = []string{"Margin = how much higher the runner-up's p99 is. A single repeat cannot show noise: run REPEATS=3 or more before calling a close race."}
+	t.Notes = []string{"Margin = how much higher the runner-up's p99 is. Goodput = responses with a status the scenario expects per second of the planned window; all req/s counts every response with a status. " +
+		"A single repeat cannot show noise: run REPEATS=3 or more before calling a close race."}
 	return t
+}
+
+// invalidRepeats says how many repeats of g the statistics leave out.
+func invalidRepeats(g *report.Group) string {
+	return fmt.Sprintf("%d of %d repeats invalid", g.Invalid, g.Repeats)
+}
+
+// fmtCV is a group's spread: n/a with fewer than 2 values, never ±0 %.
+func fmtCV(s report.Stat) string {
+	if !s.CV.Known() {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(s.CV))
 }
 
 func suspectCells(r *report.Report, g *report.Group) bool {
@@ -166,11 +181,12 @@ func matrixSection(r *report.Report) Section {
 		f           func(report.Num) string
 	}{
 		{"p99_seconds", "p99 latency (ms)", true, fmtMs},
-		{"rps", "throughput (req/s)", false, func(v report.Num) string { return fmtNum(v, 0) }},
+		{"goodput_rps", "throughput: goodput req/s (all responses' req/s in parentheses where different)", false, func(v report.Num) string { return fmtNum(v, 0) }},
 		{"proxy_cpu_cores", "proxy CPU (cores, mean)", true, func(v report.Num) string { return fmtNum(v, 2) }},
 		{"error_ratio", "error ratio", true, fmtPct},
 	}
 	for _, st := range sts {
+		origins := originsOf(r, origins, st)
 		for _, m := range metrics {
 			t := Table{Caption: fmt.Sprintf("%s: scenario %s, tier %s", m.title, st[0], st[1]), Header: append([]string{"proxy"}, origins...)}
 			t.Right = make([]bool, len(t.Header))
@@ -200,6 +216,9 @@ func matrixSection(r *report.Report) Section {
 						continue
 					}
 					c := Cell{Text: m.f(g.Metrics[m.name].Median)}
+					if all := g.Metrics["rps"].Median; m.name == "goodput_rps" && fmtNum(all, 0) != c.Text {
+						c.Text += " (" + fmtNum(all, 0) + ")"
+					}
 					if g.Valid == 0 {
 						c.Text += " ✗"
 						c.Class = "invalid"
@@ -207,8 +226,8 @@ func matrixSection(r *report.Report) Section {
 						c.Text += " ★"
 						c.Best = true
 					}
-					if g.Repeats > 1 && g.Metrics[m.name].CV.Known() && m.name != "error_ratio" {
-						c.Text += fmt.Sprintf(" ±%.0f%%", 100*float64(g.Metrics[m.name].CV))
+					if g.Repeats > 1 && m.name != "error_ratio" {
+						c.Text += " ±" + fmtCV(g.Metrics[m.name])
 					}
 					row = append(row, c)
 				}
@@ -224,21 +243,49 @@ func matrixSection(r *report.Report) Section {
 }
 
 func repeatsTable(r *report.Report) *Table {
-	t := Table{Caption: "Spread across repeats (p99 latency and throughput)",
-		Header: []string{"cell", "repeats (valid)", "p99 median ms", "p99 mean ms [95 % CI]", "p99 CV", "req/s median", "req/s mean [95 % CI]", "req/s CV"},
+	t := Table{Caption: "Spread across repeats (p99 latency and goodput)",
+		Header: []string{"cell", "repeats", "p99 median ms", "p99 mean ms [95 % CI]", "p99 CV", "goodput req/s median", "goodput req/s mean [95 % CI]", "goodput CV"},
 		Right:  []bool{false, true, true, true, true, true, true, true}}
 	for _, g := range r.Groups {
 		if g.Repeats < 2 {
 			continue
 		}
-		p, q := g.Metrics["p99_seconds"], g.Metrics["rps"]
-		t.Rows = append(t.Rows, []Cell{txt(g.Key), txt(fmt.Sprintf("%d (%d)", g.Repeats, g.Valid)),
-			txt(fmtMs(p.Median)), txt(fmt.Sprintf("%s [%s, %s]", fmtMs(p.Mean), fmtMs(p.CILow), fmtMs(p.CIHigh))), txt(fmtPct(p.CV)),
-			txt(fmtNum(q.Median, 0)), txt(fmt.Sprintf("%s [%s, %s]", fmtNum(q.Mean, 0), fmtNum(q.CILow, 0), fmtNum(q.CIHigh, 0))), txt(fmtPct(q.CV))})
+		p, q := g.Metrics["p99_seconds"], g.Metrics["goodput_rps"]
+		reps := fmt.Sprint(g.Repeats)
+		if g.Invalid > 0 {
+			reps += " (" + invalidRepeats(&g) + ")"
+		}
+		ci := func(s report.Stat, f func(report.Num) string) string {
+			if !s.CILow.Known() {
+				return f(s.Mean) + " [n/a]"
+			}
+			return fmt.Sprintf("%s [%s, %s]", f(s.Mean), f(s.CILow), f(s.CIHigh))
+		}
+		rate := func(v report.Num) string { return fmtNum(v, 0) }
+		t.Rows = append(t.Rows, []Cell{txt(g.Key), txt(reps),
+			txt(fmtMs(p.Median)), txt(ci(p, fmtMs)), txt(fmtCV(p)),
+			txt(fmtNum(q.Median, 0)), txt(ci(q, rate)), txt(fmtCV(q))})
 	}
 	if len(t.Rows) == 0 {
 		return nil
 	}
-	t.Notes = []string{"CI is the 95 % Student-t interval of the mean; CV = stddev / mean. With 2 or 3 repeats the interval is wide by construction."}
+	t.Notes = []string{"CI is the 95 % Student-t interval of the mean; CV = stddev / mean. Invalid repeats are left out of the statistics; with fewer than 2 values left the spread is n/a. With 2 or 3 repeats the interval is wide by construction."}
 	return &t
+}
+
+// originsOf keeps the origins that have a cell of scenario and tier st.
+func originsOf(r *report.Report, origins []string, st [2]string) []string {
+	has := map[string]bool{}
+	for _, c := range r.Cells {
+		if c.Scenario == st[0] && c.Tier == st[1] {
+			has[c.Origin] = true
+		}
+	}
+	var out []string
+	for _, o := range origins {
+		if has[o] {
+			out = append(out, o)
+		}
+	}
+	return out
 }

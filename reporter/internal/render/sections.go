@@ -43,7 +43,7 @@ func leadSources(r *report.Report) string {
 	if !r.Sources.PrometheusOK {
 		src = "Prometheus was unreachable; numbers from the local manifest only"
 	}
-	lat := "latency percentiles are Prometheus histogram estimates (marked ≈; native buckets are within about 4.5 % of the true value)"
+	lat := "latency percentiles are Prometheus histogram estimates (marked ≈; a native-histogram estimate lies in the bucket of the true value, at most 9.05 % above or 8.3 % below it)"
 	if r.Sources.Manifest {
 		lat += "; the columns marked *exact* come from the loadgen's HdrHistogram (3 significant figures) in manifest.json"
 	} else {
@@ -110,8 +110,8 @@ func sloCell(c *report.Cell) Cell {
 }
 
 func summarySection(r *report.Report) Section {
-	t := Table{Header: []string{"cell", "verdict", "req/s", "p50 ≈ms", "p99 ≈ms", "p99 exact ms", "errors", "429", "proxy CPU cores", "mem peak", "GC cycles", "GC p99 STW", "SLO"},
-		Right: []bool{false, false, true, true, true, true, true, true, true, true, true, true, false}}
+	t := Table{Header: []string{"cell", "verdict", "goodput req/s", "all req/s", "late", "p50 ≈ms", "p99 ≈ms", "p99 exact ms", "errors", "429", "proxy CPU cores", "mem peak", "GC cycles", "GC p99 STW", "SLO"},
+		Right: []bool{false, false, true, true, true, true, true, true, true, true, true, true, true, true, false}}
 	best := winners(r)
 	for _, c := range sortedCells(r) {
 		gcCycles, gcP99 := "n/a (C)", "n/a (C)"
@@ -121,11 +121,13 @@ func summarySection(r *report.Report) Section {
 			gcCycles, gcP99 = "–", "–"
 		}
 		name := Cell{Text: cellName(c), Best: best[c.ID]}
-		t.Rows = append(t.Rows, []Cell{name, verdictCell(c.Validity.Verdict), txt(fmtNum(c.RPS, 0)), txt(fmtMs(c.Latency.P50)),
+		t.Rows = append(t.Rows, []Cell{name, verdictCell(c.Validity.Verdict), txt(fmtNum(c.GoodputRPS, 0)), txt(fmtNum(c.RPS, 0)), txt(fmtLate(c)), txt(fmtMs(c.Latency.P50)),
 			Cell{Text: fmtMs(c.Latency.P99), Best: best[c.ID]}, txt(p99Exact(c)), txt(fmtPct(c.ErrorRatio)), txt(fmtPct(c.RateLimitedRatio)),
 			txt(fmtNum(c.ProxyRes.CPUMeanCores, 2)), txt(fmtMB(c.ProxyRes.MemPeakBytes)), txt(gcCycles), txt(gcP99), sloCell(c)})
 	}
 	t.Notes = []string{"**Bold** marks the winner (lowest p99 among trustworthy repeats) of each origin × scenario × tier. " +
+		"Goodput counts the responses with a status the scenario expects, all req/s every response with a status, both completed inside the planned window, over its duration. " +
+		"Late = requests that completed after the planned end (drained, not counted in the rates; their latencies are in the percentiles), with their share of all completions: a large share means the proxy or the loadgen stalled. " +
 		"≈ columns are Prometheus histogram estimates; errors = transport errors + 5xx, over all attempts (the recording rules count the same); 4xx are counted by class and 429s apart."}
 	return Section{Title: "1. Summary", Tables: []Table{winnerTable(r), t}, Lead: 1, Figures: []string{FigLatency, FigRPS}}
 }
@@ -143,14 +145,21 @@ func resourceSection(r *report.Report) Section {
 	} else {
 		sec.Text = append(sec.Text, "No soak cell in this run; slopes over short windows are noisy and only hint at trends.")
 	}
-	t := Table{Header: []string{"cell", "CPU mean", "CPU peak", "mem mean", "mem peak", "mem slope MB/min", "loadgen CPU mean / limit"},
-		Right: []bool{false, true, true, true, true, true, true}}
+	t := Table{Header: []string{"cell", "CPU mean", "CPU peak", "mem mean", "mem peak", "mem slope MB/min", "loadgen CPU mean / peak / capacity", "loadgen throttled", "loadgen run delay"},
+		Right: []bool{false, true, true, true, true, true, true, true, true}}
 	for _, c := range sortedCells(r) {
-		lg := fmtNum(c.LoadgenCPU.MeanCores, 2) + " / " + fmtNum(c.LoadgenCPU.LimitCores, 1)
-		t.Rows = append(t.Rows, []Cell{txt(cellName(c)), txt(fmtNum(c.ProxyRes.CPUMeanCores, 2)), txt(fmtNum(c.ProxyRes.CPUPeakCores, 2)),
-			txt(fmtMB(c.ProxyRes.MemMeanBytes)), txt(fmtMB(c.ProxyRes.MemPeakBytes)), txt(fmtNum(c.ProxyRes.MemSlopeMBPerMin, 2)), txt(lg)})
+		l := c.LoadgenCPU
+		lg := fmtNum(l.MeanCores, 2) + " / " + fmtNum(l.PeakCores, 2) + " / " + fmtNum(l.LimitCores, 2)
+		cpu := fmtNum(c.ProxyRes.CPUMeanCores, 2)
+		if c.ProxyRes.CPUSource == "cgroup_edges" {
+			cpu += " (edges)"
+		}
+		t.Rows = append(t.Rows, []Cell{txt(cellName(c)), txt(cpu), txt(fmtNum(c.ProxyRes.CPUPeakCores, 2)),
+			txt(fmtMB(c.ProxyRes.MemMeanBytes)), txt(fmtMB(c.ProxyRes.MemPeakBytes)), txt(fmtNum(c.ProxyRes.MemSlopeMBPerMin, 2)), txt(lg),
+			txt(fmtPct(l.ThrottledShare)), txt(fmtPct(l.RunDelayShare))})
 	}
-	t.Notes = []string{"CPU in cores of the proxy container (cAdvisor); peak is the highest per-scrape rate. Memory is the working set; the slope is an OLS fit over the window."}
+	t.Notes = []string{"CPU in cores of the proxy container: the mean from its cgroup's usage counter read at the window's edges when the loadgen could (marked edges), else cAdvisor's increase; peak is the highest per-scrape rate (cAdvisor). Memory is the working set; the slope is an OLS fit over the window. " +
+		"Loadgen capacity = min(cgroup quota, CPUs in its affinity mask, GOMAXPROCS); throttled = throttled CFS periods / periods of its cgroup; run delay = time its threads waited for a CPU / (duration × capacity)."}
 	sec.Tables = append(sec.Tables, t)
 	it := Table{Header: []string{"cell", "loadgen RSS", "loadgen slope MB/min", "exporter RSS", "exporter slope MB/min"},
 		Right: []bool{false, true, true, true, true}}
@@ -252,8 +261,13 @@ func mean(xs []float64) float64 {
 func validitySection(r *report.Report) Section {
 	sec := Section{Title: "5. Validity"}
 	th := r.Thresholds
-	sec.Text = append(sec.Text, fmt.Sprintf("Checks: loadgen CPU ≥ %.0f %% of its limit or open-loop rate < %.0f %% of offered (loadgen-bound); error ratio > %.2f %%; one non-2xx status ≥ %.0f %% of responses or a wrong X-Origin (misrouted); fewer than %d attempts or %d scrapes; rate × mean latency vs measured in-flight beyond %.0f %% (Little's law); missing series.",
-		th.LoadgenCPUFraction*100, th.OpenLoopAchieved*100, th.ErrorRatio*100, th.MisroutedShare*100, th.MinRequests, th.MinScrapes, th.LittleTolerance*100))
+	sec.Text = append(sec.Text, fmt.Sprintf("Checks: loadgen-bound (invalid) when the loadgen's CPU mean ≥ %s or its 1-s peak ≥ %s of its capacity, its cgroup was throttled in > %s of periods, the open loop achieved < %s of the offered rate or missed > %s of its sends; "+
+		"loadgen-bound (suspect) when its run delay > %s of capacity, CPU pressure > %s or the open-loop send lag p99 > %s ms; "+
+		"SUT saturated (suspect) when > %s of open-loop sends waited for max in flight; error ratio > %s; statuses the scenario does not expect (5xx apart) > %s of responses (unexpected status); "+
+		"one unexpected status ≥ %s of responses or a wrong X-Origin (misrouted); fewer than %d attempts or %d scrapes; in-window rate × mean latency vs measured in-flight beyond %s (Little's law); missing series.",
+		pct(th.LoadgenCPUFraction), pct(th.LoadgenCPUPeakFraction), pct(th.LoadgenThrottledShare), pct(th.OpenLoopAchieved), pct(th.OpenLoopMissed),
+		pct(th.LoadgenRunDelayShare), pct(th.LoadgenPressureShare), fmt.Sprintf("%g", th.OpenLoopLagP99*1e3),
+		pct(th.CappedShare), pct(th.ErrorRatio), pct(th.UnexpectedStatus), pct(th.MisroutedShare), th.MinRequests, th.MinScrapes, pct(th.LittleTolerance)))
 	t := Table{Header: []string{"cell", "verdict", "reasons"}}
 	for _, c := range sortedCells(r) {
 		if len(c.Validity.Flags) == 0 {
@@ -346,3 +360,14 @@ func envSection(r *report.Report) Section {
 	sec.Tables = append(sec.Tables, h)
 	return sec
 }
+
+// fmtLate is a cell's late completions and their share, "0" when none.
+func fmtLate(c *report.Cell) string {
+	if c.Late == 0 {
+		return "0"
+	}
+	return fmtInt(c.Late) + " (" + fmtPct(c.LateShare) + ")"
+}
+
+// pct renders a threshold share as a percentage.
+func pct(x float64) string { return fmt.Sprintf("%.4g %%", x*100) }

@@ -20,6 +20,7 @@ var GroupMetrics = []struct {
 	{"error_ratio", -1, func(c *Cell) Num { return c.ErrorRatio }},
 	{"proxy_cpu_cores", -1, func(c *Cell) Num { return c.ProxyRes.CPUMeanCores }},
 	{"proxy_mem_peak_bytes", -1, func(c *Cell) Num { return c.ProxyRes.MemPeakBytes }},
+	{"goodput_rps", +1, func(c *Cell) Num { return c.GoodputRPS }},
 }
 
 // pick prefers the exact manifest value when there is one.
@@ -56,6 +57,7 @@ func BuildGroups(cells []Cell) []Group {
 			}
 		}
 		g.Valid = len(use)
+		g.Invalid = g.Repeats - g.Valid
 		if len(use) == 0 {
 			use = ms
 		}
@@ -69,15 +71,18 @@ func BuildGroups(cells []Cell) []Group {
 				xs = append(xs, float64(v))
 			}
 			s := stats.Summarize(xs)
-			g.Metrics[m.Name] = Stat{N: s.N, Mean: orNaN(s.N, s.Mean), Median: orNaN(s.N, s.Median), Stddev: orNaN(s.N, s.Stddev),
-				CV: orNaN(s.N, s.CV), CILow: orNaN(s.N, s.CILow), CIHigh: orNaN(s.N, s.CIHigh), Values: vals}
+			g.Metrics[m.Name] = Stat{N: s.N, Mean: atLeast(1, s.N, s.Mean), Median: atLeast(1, s.N, s.Median),
+				Stddev: atLeast(2, s.N, s.Stddev), CV: atLeast(2, s.N, s.CV), CILow: atLeast(2, s.N, s.CILow),
+				CIHigh: atLeast(2, s.N, s.CIHigh), Values: vals}
 		}
 	}
 	return groups
 }
 
-func orNaN(n int, v float64) Num {
-	if n == 0 {
+// atLeast is v when the sample has at least min values, else unknown: a
+// spread of one value is not zero, it is not measured.
+func atLeast(min, n int, v float64) Num {
+	if n < min {
 		return NaN()
 	}
 	return Num(v)

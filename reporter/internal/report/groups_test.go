@@ -1,7 +1,9 @@
 package report
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +37,33 @@ func TestBuildGroups(t *testing.T) {
 	}
 	if s.N != 3 || len(s.Values) != 3 {
 		t.Errorf("n %d values %v", s.N, s.Values)
+	}
+}
+
+// TestBuildGroupsOneValue: one value (here the other repeat is invalid)
+// has no measured spread: null, never 0 or a point interval.
+func TestBuildGroupsOneValue(t *testing.T) {
+	t.Parallel()
+	var cells []Cell
+	for i, v := range []string{Valid, Invalid} {
+		c := baseCell()
+		c.Repeat, c.Validity.Verdict = i+1, v
+		cells = append(cells, c)
+	}
+	g := BuildGroups(cells)[0]
+	if g.Repeats != 2 || g.Valid != 1 || g.Invalid != 1 {
+		t.Fatalf("group %+v, want 2 repeats, 1 valid, 1 invalid", g)
+	}
+	for name, s := range g.Metrics {
+		if s.N != 1 || !s.Mean.Known() || s.Stddev.Known() || s.CV.Known() || s.CILow.Known() || s.CIHigh.Known() {
+			t.Errorf("%s: %+v, want n 1 with a mean and no spread", name, s)
+		}
+	}
+	b, err := json.Marshal(g.Metrics["rps"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"stddev":null,"cv":null,"ci95_low":null,"ci95_high":null`; !strings.Contains(string(b), want) {
+		t.Errorf("json %s, want %s", b, want)
 	}
 }

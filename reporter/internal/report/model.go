@@ -110,20 +110,36 @@ type Cell struct {
 	Failed        bool       `json:"failed"`          // the loadgen marked the cell failed or aborted
 	ServerSide    bool       `json:"server_side"`     // Prometheus holds traffic series for this window
 
-	Requests         int64            `json:"requests"`         // responses with an HTTP status
-	TransportErrors  int64            `json:"transport_errors"` // attempts without a status
+	// Counts over the planned window: completions after its end are late
+	// and counted apart (Late*), never here.
+	Requests         int64            `json:"requests"`         // in-window responses with an HTTP status
+	TransportErrors  int64            `json:"transport_errors"` // in-window attempts without a status
 	Codes            map[string]int64 `json:"codes"`
 	ErrorReasons     map[string]int64 `json:"error_reasons"`
 	Classes          Classes          `json:"classes"`
-	RPS              Num              `json:"rps"`                // responses / duration
-	OKRPS            Num              `json:"ok_rps"`             // 2xx / duration
-	ErrorRatio       Num              `json:"error_ratio"`        // (transport + 5xx) / attempts, as the recording rules
-	RateLimitedRatio Num              `json:"rate_limited_ratio"` // 429 / attempts
+	Expected         []string         `json:"expected_statuses"`   // scenario.Expected(Scenario)
+	Unexpected       int64            `json:"unexpected_statuses"` // in-window responses outside Expected
+	RPS              Num              `json:"rps"`                 // in-window responses with a status / duration
+	GoodputRPS       Num              `json:"goodput_rps"`         // in-window responses with an expected status / duration: the headline
+	OKRPS            Num              `json:"ok_rps"`              // 2xx / duration
+	ErrorRatio       Num              `json:"error_ratio"`         // (transport + 5xx) / attempts, as the recording rules
+	RateLimitedRatio Num              `json:"rate_limited_ratio"`  // 429 / attempts
 	WrongOrigin      int64            `json:"wrong_origin"`
 	Scheduled        int64            `json:"open_loop_scheduled"`
 	Sent             int64            `json:"open_loop_sent"`
+	Missed           Num              `json:"open_loop_missed"` // due inside the window, never sent; null when not published (closed loop)
+	Capped           Num              `json:"open_loop_capped"` // sends that waited for a free max-in-flight slot; null when not published
 	InFlightMean     Num              `json:"in_flight_mean"`
 	Scrapes          int              `json:"scrapes"`
+
+	// Late completions: after the planned end, before DrainEnd. LateSource
+	// says where they were read ("prometheus", "manifest"; "" = none seen).
+	Late        int64            `json:"late"`
+	LateShare   Num              `json:"late_share"` // late / (in-window attempts + late)
+	LateCodes   map[string]int64 `json:"late_codes,omitempty"`
+	LateReasons map[string]int64 `json:"late_reasons,omitempty"`
+	LateSource  string           `json:"late_source,omitempty"`
+	DrainEnd    *time.Time       `json:"drain_end,omitempty"`
 
 	Latency    Latency    `json:"latency"`
 	ProxyRes   Resources  `json:"proxy_resources"`
@@ -179,20 +195,32 @@ type Exact struct {
 	Max  Num `json:"max"`
 }
 
-// Resources of the proxy container (cAdvisor).
+// Resources of the proxy container.
 type Resources struct {
-	CPUMeanCores     Num `json:"cpu_mean_cores"`
-	CPUPeakCores     Num `json:"cpu_peak_cores"` // highest per-scrape rate
-	MemMeanBytes     Num `json:"mem_working_set_mean_bytes"`
-	MemPeakBytes     Num `json:"mem_working_set_peak_bytes"`
-	MemSlopeMBPerMin Num `json:"mem_slope_mb_per_min"` // OLS over the window
+	// CPUSource: "cgroup_edges" (the cgroup's usage counter read at the
+	// window's two edges, exact) or "cadvisor" (anchored increase of
+	// container_cpu_usage_seconds_total); "" when unknown.
+	CPUSource        string `json:"cpu_source"`
+	CPUMeanCores     Num    `json:"cpu_mean_cores"`
+	CPUPeakCores     Num    `json:"cpu_peak_cores"` // highest per-scrape rate
+	MemMeanBytes     Num    `json:"mem_working_set_mean_bytes"`
+	MemPeakBytes     Num    `json:"mem_working_set_peak_bytes"`
+	MemSlopeMBPerMin Num    `json:"mem_slope_mb_per_min"` // OLS over the window
 }
 
-// LoadgenCPU is the load generator's own CPU.
+// LoadgenCPU is the load generator's own CPU over the window and every
+// signal loadgen_bound reads (validity.go).
 type LoadgenCPU struct {
-	MeanCores  Num `json:"mean_cores"`
-	PeakCores  Num `json:"peak_cores"`
-	LimitCores Num `json:"limit_cores"`
+	// Source of MeanCores: "process_edges" (the process's CPU read at the
+	// window's edges) or "process_cpu_seconds_total" (anchored increase).
+	Source         string `json:"source,omitempty"`
+	MeanCores      Num    `json:"mean_cores"`
+	PeakCores      Num    `json:"peak_cores"`      // highest 1-s rate
+	LimitCores     Num    `json:"limit_cores"`     // capacity: min(cgroup quota, affinity, GOMAXPROCS)
+	ThrottledShare Num    `json:"throttled_share"` // throttled periods / periods of its cgroup
+	RunDelayShare  Num    `json:"run_delay_share"` // runnable-but-waiting time / (duration x capacity)
+	PressureShare  Num    `json:"pressure_share"`  // PSI "some" stall time / duration
+	LagP99Seconds  Num    `json:"lag_p99_seconds"` // open loop: p99 of actual minus intended send time
 }
 
 // Instrument is the resident memory of proxybench's own processes over the
@@ -235,11 +263,13 @@ type Group struct {
 	Scenario string          `json:"scenario"`
 	Tier     string          `json:"tier"`
 	Repeats  int             `json:"repeats"`
-	Valid    int             `json:"valid"` // statistics use valid repeats only, all when none is valid
+	Valid    int             `json:"valid"`   // repeats not invalid; statistics use these only, all when none is
+	Invalid  int             `json:"invalid"` // repeats left out of the statistics
 	Metrics  map[string]Stat `json:"metrics"`
 }
 
-// Stat is a stats.Summary in JSON-safe numbers.
+// Stat is a stats.Summary in JSON-safe numbers. The spread (stddev, cv,
+// ci95_*) is null with fewer than 2 values: one value shows no noise.
 type Stat struct {
 	N      int   `json:"n"`
 	Mean   Num   `json:"mean"`
@@ -265,4 +295,42 @@ type ProxyEnv struct {
 	CPULimitCores Num    `json:"cpu_limit_cores"`
 	MemLimitBytes Num    `json:"mem_limit_bytes"`
 	Workers       string `json:"workers"` // the parity setting
+}
+
+// SetProxyCPU sets the proxy's mean CPU from the CPU seconds it used over
+// the window (source names where they were read), and the GC's share of it.
+func (c *Cell) SetProxyCPU(seconds Num, source string) {
+	c.ProxyRes.CPUMeanCores, c.ProxyRes.CPUSource = NaN(), ""
+	if seconds.Known() && c.DurationS.Known() && c.DurationS > 0 {
+		c.ProxyRes.CPUMeanCores, c.ProxyRes.CPUSource = seconds/c.DurationS, source
+	}
+	if c.GC != nil {
+		c.GC.ShareOfProxyCPU = NaN()
+		if c.GC.CPUSeconds.Known() && seconds.Known() && seconds > 0 {
+			c.GC.ShareOfProxyCPU = 100 * c.GC.CPUSeconds / seconds
+		}
+	}
+}
+
+// SetShares derives the scheduling shares over a window of d seconds from
+// the increases of the loadgen's cgroup periods and throttled periods, its
+// run delay and its CPU pressure (seconds); LimitCores must be set. An
+// unknown input leaves its share unknown.
+func (l *LoadgenCPU) SetShares(periods, throttled, runDelay, pressure, d Num) {
+	l.ThrottledShare, l.RunDelayShare, l.PressureShare = NaN(), NaN(), NaN()
+	if periods.Known() && throttled.Known() {
+		l.ThrottledShare = 0 // no CFS period ran: no quota, nothing throttled
+		if periods > 0 {
+			l.ThrottledShare = throttled / periods
+		}
+	}
+	if !d.Known() || d <= 0 {
+		return
+	}
+	if runDelay.Known() && l.LimitCores.Known() && l.LimitCores > 0 {
+		l.RunDelayShare = runDelay / (d * l.LimitCores)
+	}
+	if pressure.Known() {
+		l.PressureShare = pressure / d
+	}
 }

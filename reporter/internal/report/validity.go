@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"proxybench/internal/scenario"
 )
 
 // Verdicts, from best to worst.
@@ -14,16 +16,19 @@ const (
 	Invalid = "invalid" // the numbers do not measure the proxy
 )
 
-// Flag codes. README.md documents each.
+// Flag codes. README.md documents each, with its formula and the test
+// that makes it fire.
 const (
-	FlagFailed        = "failed"
-	FlagNoServerSide  = "no_server_side_series"
-	FlagLoadgenBound  = "loadgen_bound"
-	FlagErrors        = "errors"
-	FlagMisrouted     = "misrouted"
-	FlagTooFewSamples = "too_few_samples"
-	FlagLittle        = "littles_law"
-	FlagMissing       = "missing_metrics"
+	FlagFailed           = "failed"
+	FlagNoServerSide     = "no_server_side_series"
+	FlagLoadgenBound     = "loadgen_bound"
+	FlagSUTSaturated     = "sut_saturated"
+	FlagErrors           = "errors"
+	FlagUnexpectedStatus = "unexpected_status"
+	FlagMisrouted        = "misrouted"
+	FlagTooFewSamples    = "too_few_samples"
+	FlagLittle           = "littles_law"
+	FlagMissing          = "missing_metrics"
 )
 
 // Validity is a cell's verdict and every reason for it.
@@ -39,28 +44,45 @@ type Flag struct {
 	Reason   string `json:"reason"`
 }
 
-// Thresholds tune validity; DefaultThresholds holds the defaults.
+// Thresholds tune validity; DefaultThresholds holds the defaults. Shares
+// are fractions (0.01 = 1 %).
 type Thresholds struct {
-	LoadgenCPUFraction float64 `json:"loadgen_cpu_fraction"` // of its limit
-	OpenLoopAchieved   float64 `json:"open_loop_achieved"`   // achieved / offered rate
-	ErrorRatio         float64 `json:"error_ratio"`          // above: invalid
-	MisroutedShare     float64 `json:"misrouted_share"`      // one non-2xx status this common: misrouted
-	MinRequests        int64   `json:"min_requests"`
-	MinScrapes         int     `json:"min_scrapes"`
-	LittleTolerance    float64 `json:"littles_law_tolerance"` // relative
-	LittleMinInFlight  float64 `json:"littles_law_min_in_flight"`
+	LoadgenCPUFraction     float64 `json:"loadgen_cpu_fraction"`      // window mean CPU / capacity at or above: loadgen_bound
+	LoadgenCPUPeakFraction float64 `json:"loadgen_cpu_peak_fraction"` // 1-s peak CPU / capacity at or above: loadgen_bound
+	LoadgenThrottledShare  float64 `json:"loadgen_throttled_share"`   // throttled periods / periods above: loadgen_bound
+	LoadgenRunDelayShare   float64 `json:"loadgen_run_delay_share"`   // run delay / (duration x capacity) above: suspect
+	LoadgenPressureShare   float64 `json:"loadgen_pressure_share"`    // PSI some / duration above: suspect
+	OpenLoopLagP99         float64 `json:"open_loop_lag_p99_seconds"` // lag p99 above: suspect
+	OpenLoopAchieved       float64 `json:"open_loop_achieved"`        // achieved / offered rate below: loadgen_bound
+	OpenLoopMissed         float64 `json:"open_loop_missed_share"`    // missed / scheduled above: loadgen_bound
+	CappedShare            float64 `json:"open_loop_capped_share"`    // capped / sent above: sut_saturated
+	ErrorRatio             float64 `json:"error_ratio"`               // above: invalid
+	UnexpectedStatus       float64 `json:"unexpected_status_share"`   // non-expected, non-5xx responses / responses above: invalid
+	MisroutedShare         float64 `json:"misrouted_share"`           // one non-expected status this common: misrouted
+	MinRequests            int64   `json:"min_requests"`
+	MinScrapes             int     `json:"min_scrapes"`
+	LittleTolerance        float64 `json:"littles_law_tolerance"` // relative
+	LittleMinInFlight      float64 `json:"littles_law_min_in_flight"`
 }
 
 // DefaultThresholds are the documented defaults.
 var DefaultThresholds = Thresholds{
-	LoadgenCPUFraction: 0.9,
-	OpenLoopAchieved:   0.95,
-	ErrorRatio:         0.01,
-	MisroutedShare:     0.9,
-	MinRequests:        100,
-	MinScrapes:         3,
-	LittleTolerance:    0.10,
-	LittleMinInFlight:  1,
+	LoadgenCPUFraction:     0.9,
+	LoadgenCPUPeakFraction: 0.98,
+	LoadgenThrottledShare:  0.10,
+	LoadgenRunDelayShare:   0.10,
+	LoadgenPressureShare:   0.10,
+	OpenLoopLagP99:         0.001,
+	OpenLoopAchieved:       0.95,
+	OpenLoopMissed:         0.01,
+	CappedShare:            0.01,
+	ErrorRatio:             0.01,
+	UnexpectedStatus:       0.001,
+	MisroutedShare:         0.9,
+	MinRequests:            100,
+	MinScrapes:             3,
+	LittleTolerance:        0.10,
+	LittleMinInFlight:      1,
 }
 
 // Judge sets c.Validity from the cell's numbers.
@@ -79,24 +101,23 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 			add(FlagNoServerSide, Invalid, "Prometheus holds no series for this window and the manifest has no counts for it")
 		}
 	}
-	lg := c.LoadgenCPU
-	if lg.MeanCores.Known() && lg.LimitCores.Known() && lg.LimitCores > 0 && float64(lg.MeanCores) >= th.LoadgenCPUFraction*float64(lg.LimitCores) {
-		add(FlagLoadgenBound, Invalid, "loadgen CPU %.2f of %.2f cores (>= %.0f %%): the load generator, not the proxy, may be the ceiling",
-			float64(lg.MeanCores), float64(lg.LimitCores), th.LoadgenCPUFraction*100)
-	}
-	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 && c.RPS.Known() && float64(c.RPS) < th.OpenLoopAchieved*float64(c.TargetRateRPS) {
-		add(FlagLoadgenBound, Invalid, "open loop achieved %.1f of %.1f offered req/s (< %.0f %%)",
-			float64(c.RPS), float64(c.TargetRateRPS), th.OpenLoopAchieved*100)
-	}
+	judgeLoadgen(c, th, add)
 	if c.ErrorRatio.Known() && float64(c.ErrorRatio) > th.ErrorRatio {
 		add(FlagErrors, Invalid, "error ratio %.2f %% > %.2f %% (%s)", 100*float64(c.ErrorRatio), 100*th.ErrorRatio, errorBreakdown(c))
 	}
-	if code, n := dominantNon2xx(c.Codes); n > 0 && c.Requests > 0 && float64(n) >= th.MisroutedShare*float64(c.Requests) {
-		add(FlagMisrouted, Invalid, "%d of %d responses (%.0f %%) were status %s: the route does not reach the origin",
-			n, c.Requests, 100*float64(n)/float64(c.Requests), code)
+	routeBroken := false
+	if code, n := dominantUnexpected(c.Codes, c.Expected); n > 0 && c.Requests > 0 && float64(n) >= th.MisroutedShare*float64(c.Requests) {
+		routeBroken = true
+		add(FlagMisrouted, Invalid, "%d of %d responses (%.0f %%) were status %s, outside the expected %s: the route does not reach the origin",
+			n, c.Requests, 100*float64(n)/float64(c.Requests), code, strings.Join(c.Expected, ", "))
 	}
 	if c.WrongOrigin > 0 {
 		add(FlagMisrouted, Invalid, "%d 2xx responses carried the wrong X-Origin", c.WrongOrigin)
+	}
+	// A broken route already says it all; 5xx are failures, judged by errors.
+	if un := unexpectedNon5xx(c); !routeBroken && un.n > 0 && c.Requests > 0 && float64(un.n) > th.UnexpectedStatus*float64(c.Requests) {
+		add(FlagUnexpectedStatus, Invalid, "%s of %d (%.1f %%) responses are outside the expected %s (> %s): they are not the scenario's answers, so the cell does not measure it",
+			un.list, c.Requests, 100*float64(un.n)/float64(c.Requests), strings.Join(c.Expected, ", "), pct(th.UnexpectedStatus))
 	}
 	if c.ServerSide && c.Requests+c.TransportErrors < th.MinRequests {
 		add(FlagTooFewSamples, Invalid, "%d attempts (< %d)", c.Requests+c.TransportErrors, th.MinRequests)
@@ -108,7 +129,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		want := float64(c.RPS) * float64(c.Latency.Mean)
 		dev := math.Abs(want-float64(c.InFlightMean)) / float64(c.InFlightMean)
 		if dev > th.LittleTolerance {
-			add(FlagLittle, Suspect, "rate x mean latency = %.2f but measured in-flight = %.2f (%.0f %% apart, > %.0f %%): the loadgen may have stalled or the window is off",
+			add(FlagLittle, Suspect, "in-window rate x mean latency = %.2f but measured in-flight = %.2f (%.0f %% apart, > %.0f %%): the loadgen may have stalled or the window is off",
 				want, float64(c.InFlightMean), dev*100, th.LittleTolerance*100)
 		}
 	}
@@ -141,21 +162,67 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	}
 }
 
+// judgeLoadgen tells a loadgen that could not keep up (loadgen_bound:
+// invalid on CPU or open-loop evidence, suspect on scheduling delay) from
+// a proxy that could not take the offered rate (sut_saturated).
+func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a ...any)) {
+	lg := c.LoadgenCPU
+	capKnown := lg.LimitCores.Known() && lg.LimitCores > 0
+	if capKnown && lg.MeanCores.Known() && float64(lg.MeanCores) >= th.LoadgenCPUFraction*float64(lg.LimitCores) {
+		add(FlagLoadgenBound, Invalid, "loadgen CPU mean %.3g of %.3g cores of capacity (%.0f %%, >= %s): the load generator, not the proxy, may be the ceiling",
+			float64(lg.MeanCores), float64(lg.LimitCores), 100*float64(lg.MeanCores/lg.LimitCores), pct(th.LoadgenCPUFraction))
+	}
+	if capKnown && lg.PeakCores.Known() && float64(lg.PeakCores) >= th.LoadgenCPUPeakFraction*float64(lg.LimitCores) {
+		add(FlagLoadgenBound, Invalid, "loadgen CPU 1-s peak %.3g of %.3g cores of capacity (%.0f %%, >= %s): the load generator ran out of CPU for at least a second",
+			float64(lg.PeakCores), float64(lg.LimitCores), 100*float64(lg.PeakCores/lg.LimitCores), pct(th.LoadgenCPUPeakFraction))
+	}
+	if lg.ThrottledShare.Known() && float64(lg.ThrottledShare) > th.LoadgenThrottledShare {
+		add(FlagLoadgenBound, Invalid, "loadgen cgroup throttled in %.1f %% of its CPU periods (> %s): its CPU quota stalled it",
+			100*float64(lg.ThrottledShare), pct(th.LoadgenThrottledShare))
+	}
+	capped := c.Capped.Known() && c.Sent > 0 && float64(c.Capped) > th.CappedShare*float64(c.Sent)
+	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 && c.DurationS.Known() && c.DurationS > 0 {
+		achieved := float64(c.Requests+c.TransportErrors) / float64(c.DurationS)
+		if achieved < th.OpenLoopAchieved*float64(c.TargetRateRPS) && !capped {
+			add(FlagLoadgenBound, Invalid, "open loop achieved %.1f of %.1f offered req/s (%.1f %%, < %s)",
+				achieved, float64(c.TargetRateRPS), 100*achieved/float64(c.TargetRateRPS), pct(th.OpenLoopAchieved))
+		}
+	}
+	if c.Missed.Known() && c.Scheduled > 0 && float64(c.Missed) > th.OpenLoopMissed*float64(c.Scheduled) && !capped {
+		add(FlagLoadgenBound, Invalid, "open loop missed %d of %d scheduled sends (%.1f %%, > %s): they were due inside the window and never sent",
+			int64(c.Missed), c.Scheduled, 100*float64(c.Missed)/float64(c.Scheduled), pct(th.OpenLoopMissed))
+	}
+	if lg.RunDelayShare.Known() && float64(lg.RunDelayShare) > th.LoadgenRunDelayShare {
+		add(FlagLoadgenBound, Suspect, "loadgen threads waited for a CPU %.1f %% of the window's capacity (run delay, > %s): its sends may be late",
+			100*float64(lg.RunDelayShare), pct(th.LoadgenRunDelayShare))
+	}
+	if lg.PressureShare.Known() && float64(lg.PressureShare) > th.LoadgenPressureShare {
+		add(FlagLoadgenBound, Suspect, "CPU pressure (PSI some) stalled the loadgen %.1f %% of the window (> %s)",
+			100*float64(lg.PressureShare), pct(th.LoadgenPressureShare))
+	}
+	if lg.LagP99Seconds.Known() && float64(lg.LagP99Seconds) > th.OpenLoopLagP99 {
+		add(FlagLoadgenBound, Suspect, "open-loop send lag p99 %.3g ms (> %.3g ms): the loadgen's own timers or CPU delayed its sends",
+			1e3*float64(lg.LagP99Seconds), 1e3*th.OpenLoopLagP99)
+	}
+	if capped {
+		add(FlagSUTSaturated, Suspect, "max in flight (%d) was reached for %.1f %% of sends (%d of %d, > %s): the proxy could not take the offered rate; latency includes the wait (coordinated omission corrected)",
+			c.Concurrency, 100*float64(c.Capped)/float64(c.Sent), int64(c.Capped), c.Sent, pct(th.CappedShare))
+	}
+}
+
+// pct renders a share as a percentage without trailing zeros.
+func pct(x float64) string { return fmt.Sprintf("%.4g %%", 100*x) }
+
 func errorBreakdown(c *Cell) string {
 	return fmt.Sprintf("5xx %d, 4xx %d, transport %d", c.Classes.S5xx, c.Classes.S4xx, c.Classes.Transport)
 }
 
-// dominantNon2xx returns the most frequent status outside 2xx and 429.
-func dominantNon2xx(codes map[string]int64) (string, int64) {
-	keys := make([]string, 0, len(codes))
-	for k := range codes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+// dominantUnexpected returns the most frequent status outside exp.
+func dominantUnexpected(codes map[string]int64, exp []string) (string, int64) {
 	var best string
 	var n int64
-	for _, k := range keys {
-		if strings.HasPrefix(k, "2") || k == "429" {
+	for _, k := range sortedCodes(codes) {
+		if scenario.Matches(k, exp) {
 			continue
 		}
 		if codes[k] > n {
@@ -165,12 +232,51 @@ func dominantNon2xx(codes map[string]int64) (string, int64) {
 	return best, n
 }
 
-// Classify fills the outcome classes and the derived ratios.
+type unexpectedList struct {
+	n    int64
+	list string // "404: 3120, 301: 2"
+}
+
+// unexpectedNon5xx lists the in-window statuses outside c.Expected other
+// than 5xx (failures, which the errors flag judges), most common first.
+func unexpectedNon5xx(c *Cell) unexpectedList {
+	var out unexpectedList
+	var ks []string
+	for _, k := range sortedCodes(c.Codes) {
+		if !scenario.Matches(k, c.Expected) && !strings.HasPrefix(k, "5") && c.Codes[k] > 0 {
+			ks = append(ks, k)
+			out.n += c.Codes[k]
+		}
+	}
+	sort.SliceStable(ks, func(i, j int) bool { return c.Codes[ks[i]] > c.Codes[ks[j]] })
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s: %d", k, c.Codes[k])
+	}
+	out.list = strings.Join(parts, ", ")
+	return out
+}
+
+func sortedCodes(codes map[string]int64) []string {
+	keys := make([]string, 0, len(codes))
+	for k := range codes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Classify fills the outcome classes and the derived ratios and rates from
+// the in-window Codes and ErrorReasons, and the late share from Late.
 func Classify(c *Cell) {
 	var cl Classes
-	var total int64
+	var total, good int64
+	c.Expected = scenario.Expected(c.Scenario)
 	for code, n := range c.Codes {
 		total += n
+		if scenario.Matches(code, c.Expected) {
+			good += n
+		}
 		switch {
 		case code == "429":
 			cl.S429 += n
@@ -189,19 +295,23 @@ func Classify(c *Cell) {
 	for _, n := range c.ErrorReasons {
 		cl.Transport += n
 	}
-	c.Requests, c.TransportErrors, c.Classes = total, cl.Transport, cl
+	c.Requests, c.TransportErrors, c.Classes, c.Unexpected = total, cl.Transport, cl, total-good
 	attempts := total + cl.Transport
-	c.ErrorRatio, c.RateLimitedRatio, c.RPS, c.OKRPS = NaN(), NaN(), NaN(), NaN()
+	c.ErrorRatio, c.RateLimitedRatio, c.RPS, c.GoodputRPS, c.OKRPS, c.LateShare = NaN(), NaN(), NaN(), NaN(), NaN(), NaN()
 	if attempts > 0 {
 		// The same failures as the recording rules (prometheus/README.md): 4xx
 		// are counted by class, not as failures, since scenarios ask for 401,
-		// 404 and 429 on purpose; a proxy answering 4xx wrongly is flagged
-		// misrouted instead.
+		// 404 and 429 on purpose; a proxy answering a status its scenario does
+		// not expect is flagged unexpected_status or misrouted instead.
 		c.ErrorRatio = Num(float64(cl.Transport+cl.S5xx+cl.Other) / float64(attempts))
 		c.RateLimitedRatio = Num(float64(cl.S429) / float64(attempts))
 	}
+	if attempts+c.Late > 0 {
+		c.LateShare = Num(float64(c.Late) / float64(attempts+c.Late))
+	}
 	if c.DurationS.Known() && c.DurationS > 0 {
 		c.RPS = Num(float64(total) / float64(c.DurationS))
+		c.GoodputRPS = Num(float64(good) / float64(c.DurationS))
 		c.OKRPS = Num(float64(cl.S2xx) / float64(c.DurationS))
 	}
 }

@@ -12,7 +12,8 @@ func baseCell() Cell {
 		InFlightMean: 10, TargetRateRPS: 0,
 		Latency:    Latency{Source: "native", Mean: 0.01, P99: 0.05},
 		ProxyRes:   Resources{CPUMeanCores: 1, MemMeanBytes: 1e7},
-		LoadgenCPU: LoadgenCPU{MeanCores: 0.5, LimitCores: 2}}
+		LoadgenCPU: LoadgenCPU{MeanCores: 0.5, PeakCores: 0.6, LimitCores: 2, ThrottledShare: 0, RunDelayShare: 0.01, PressureShare: NaN(), LagP99Seconds: NaN()},
+		Missed:     NaN(), Capped: NaN()}
 	Classify(&c) // 1000 req/s x 10 ms = 10 in flight: consistent
 	return c
 }
@@ -32,7 +33,7 @@ func TestJudge(t *testing.T) {
 		{"open loop short", func(c *Cell) { c.TargetRateRPS = 1100 }, false, Invalid, FlagLoadgenBound},
 		{"open loop met", func(c *Cell) { c.TargetRateRPS = 1040 }, false, Valid, ""},
 		{"errors", func(c *Cell) { c.Codes["502"] = 200; Classify(c) }, false, Invalid, FlagErrors},
-		{"429 apart", func(c *Cell) { c.Codes["429"] = 3000; Classify(c); c.InFlightMean = 13 }, false, Valid, ""},
+		{"429 apart from errors", func(c *Cell) { c.Scenario = "ratelimit"; c.Codes["429"] = 3000; Classify(c); c.InFlightMean = 13 }, false, Valid, ""},
 		{"wrong origin", func(c *Cell) { c.WrongOrigin = 1 }, false, Invalid, FlagMisrouted},
 		{"few requests", func(c *Cell) { c.Codes["200"] = 50; Classify(c); c.InFlightMean = 0.05 }, false, Invalid, FlagTooFewSamples},
 		{"few scrapes", func(c *Cell) { c.Scrapes = 2 }, false, Invalid, FlagTooFewSamples},
@@ -40,6 +41,27 @@ func TestJudge(t *testing.T) {
 		{"little within 10 %", func(c *Cell) { c.InFlightMean = 10.9 }, false, Valid, ""},
 		{"no gc for go proxy", func(*Cell) {}, true, Suspect, FlagMissing},
 		{"no cpu", func(c *Cell) { c.ProxyRes.CPUMeanCores = NaN() }, false, Suspect, FlagMissing},
+		{"unexpected 404", func(c *Cell) { c.Codes["404"] = 20; Classify(c) }, false, Invalid, FlagUnexpectedStatus},
+		{"unexpected within 0.1 %", func(c *Cell) { c.Codes["404"] = 10; Classify(c) }, false, Valid, ""},
+		{"5xx are errors, not unexpected", func(c *Cell) { c.Codes["503"] = 50; Classify(c) }, false, Valid, ""},
+		{"429 unexpected for simple", func(c *Cell) { c.Codes["429"] = 300; Classify(c) }, false, Invalid, FlagUnexpectedStatus},
+		{"429 expected for ratelimit", func(c *Cell) { c.Scenario = "ratelimit"; c.Codes["429"] = 300; Classify(c); c.InFlightMean = 10.3 }, false, Valid, ""},
+		{"route broken: misrouted only", func(c *Cell) { c.Codes = map[string]int64{"404": 10000}; Classify(c) }, false, Invalid, FlagMisrouted},
+		{"401 dominant for auth is fine", func(c *Cell) { c.Scenario = "auth"; c.Codes = map[string]int64{"401": 10000}; Classify(c) }, false, Valid, ""},
+		{"loadgen peak", func(c *Cell) { c.LoadgenCPU.PeakCores = 1.96 }, false, Invalid, FlagLoadgenBound},
+		{"loadgen peak under", func(c *Cell) { c.LoadgenCPU.PeakCores = 1.95 }, false, Valid, ""},
+		{"throttled", func(c *Cell) { c.LoadgenCPU.ThrottledShare = 0.11 }, false, Invalid, FlagLoadgenBound},
+		{"run delay", func(c *Cell) { c.LoadgenCPU.RunDelayShare = 0.11 }, false, Suspect, FlagLoadgenBound},
+		{"pressure", func(c *Cell) { c.LoadgenCPU.PressureShare = 0.11 }, false, Suspect, FlagLoadgenBound},
+		{"lag", func(c *Cell) { c.LoadgenCPU.LagP99Seconds = 0.0011 }, false, Suspect, FlagLoadgenBound},
+		{"missed", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent, c.Missed = 1000, 10000, 9800, 200 }, false, Invalid, FlagLoadgenBound},
+		{"missed 1 %", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent, c.Missed = 1000, 10000, 9900, 100 }, false, Valid, ""},
+		// The shortfall of a capped open loop is the proxy's, not the loadgen's.
+		{"capped", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent, c.Capped = 1200, 12000, 12000, 500 }, false, Suspect, FlagSUTSaturated},
+		{"capped 1 %", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent, c.Capped = 1000, 10000, 10000, 100 }, false, Valid, ""},
+		// A stage cell's target is its schedule's average.
+		{"stages short of the average", func(c *Cell) { c.TargetRateRPS = 1060 }, false, Invalid, FlagLoadgenBound},
+		{"late does not inflate rps", func(c *Cell) { c.Late = 5000; Classify(c) }, false, Valid, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,5 +103,27 @@ func TestCheckSLO(t *testing.T) {
 	CheckSLO(&c, SLO{P99: 40 * time.Millisecond})
 	if c.SLOPassed() {
 		t.Fatalf("p99 minus the 2 s delay is 50 ms and must fail: %+v", c.SLO)
+	}
+}
+
+func TestJudgeReasons(t *testing.T) {
+	t.Parallel()
+	c := baseCell()
+	c.Codes = map[string]int64{"200": 7280, "404": 3120}
+	Classify(&c)
+	c.InFlightMean = c.RPS * c.Latency.Mean
+	Judge(&c, DefaultThresholds, false)
+	if len(c.Validity.Flags) != 1 || !strings.Contains(c.Validity.Flags[0].Reason, "404: 3120 of 10400 (30.0 %)") {
+		t.Errorf("flags %+v, want one unexpected_status naming 404: 3120 of 10400 (30.0 %%)", c.Validity.Flags)
+	}
+	if float64(c.GoodputRPS) != 728 || float64(c.RPS) != 1040 || c.Unexpected != 3120 {
+		t.Errorf("goodput %v rps %v unexpected %d, want 728, 1040, 3120", c.GoodputRPS, c.RPS, c.Unexpected)
+	}
+	// Late completions stay out of the rates and get their share.
+	c = baseCell()
+	c.Late = 2500
+	Classify(&c)
+	if float64(c.RPS) != 1000 || float64(c.LateShare) != 0.2 {
+		t.Errorf("rps %v late share %v, want 1000 and 0.2", c.RPS, c.LateShare)
 	}
 }

@@ -14,10 +14,10 @@ type Summary struct {
 	N      int     `json:"n"`
 	Mean   float64 `json:"mean"`
 	Median float64 `json:"median"`
-	Stddev float64 `json:"stddev"`    // sample (n-1) standard deviation; 0 when n < 2
-	CV     float64 `json:"cv"`        // stddev / |mean|; 0 when the mean is 0
-	CILow  float64 `json:"ci95_low"`  // 95 % Student-t interval of the mean
-	CIHigh float64 `json:"ci95_high"` // equal to the mean when n < 2
+	Stddev float64 `json:"stddev"`    // sample (n-1) standard deviation; NaN when n < 2
+	CV     float64 `json:"cv"`        // stddev / |mean|; 0 when the mean is 0, NaN when n < 2
+	CILow  float64 `json:"ci95_low"`  // 95 % Student-t interval of the mean; NaN when n < 2
+	CIHigh float64 `json:"ci95_high"` // (one value has no measured spread, not a zero one)
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
 }
@@ -36,8 +36,9 @@ func Summarize(xs []float64) Summary {
 		s.Min = math.Min(s.Min, x)
 		s.Max = math.Max(s.Max, x)
 	}
-	s.CILow, s.CIHigh = s.Mean, s.Mean
+	s.Stddev, s.CV, s.CILow, s.CIHigh = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	if s.N >= 2 {
+		s.CV = 0
 		s.Stddev = Stddev(v)
 		if s.Mean != 0 {
 			s.CV = s.Stddev / math.Abs(s.Mean)

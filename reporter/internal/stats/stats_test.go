@@ -20,7 +20,7 @@ func TestSummarize(t *testing.T) {
 		want Summary
 	}{
 		{"empty", nil, Summary{}},
-		{"one", []float64{3}, Summary{N: 1, Mean: 3, Median: 3, CILow: 3, CIHigh: 3, Min: 3, Max: 3}},
+		{"one", []float64{3}, Summary{N: 1, Mean: 3, Median: 3, Stddev: math.NaN(), CV: math.NaN(), CILow: math.NaN(), CIHigh: math.NaN(), Min: 3, Max: 3}},
 		// Textbook sample: mean 5, s = sqrt(32/7), t(7) = 2.365.
 		{"eight", []float64{2, 4, 4, 4, 5, 5, 7, 9}, Summary{N: 8, Mean: 5, Median: 4.5, Stddev: 2.13809,
 			CV: 0.427618, CILow: 5 - 1.78774, CIHigh: 5 + 1.78774, Min: 2, Max: 9}},

@@ -52,7 +52,7 @@ func (r *Run) gcSeries(b *strings.Builder, ts []time.Time, ex string, w func(str
 				cells = append(cells, &r.Cells[i])
 			}
 		}
-		histSeries(b, "proxybench_gc_pause_seconds", gl(p), PauseBuckets, ts, cells, func(c *Cell) []float64 { return c.Pauses })
+		histSeries(b, "proxybench_gc_pause_seconds", gl(p), PauseBuckets, ts, cells, func(c *Cell) []float64 { return c.Pauses }, frac)
 	}
 }
 
@@ -116,7 +116,7 @@ func (r *Run) proxies() []string {
 }
 
 func (r *Run) cellLabels(c *Cell, lg string) string {
-	return fmt.Sprintf(`%s,run="%s",cell="%s",proxy="%s",origin="%s",scenario="simple",tier="quick",repeat="%d"`, lg, r.ID, c.ID, c.Proxy, c.Origin, c.Repeat)
+	return fmt.Sprintf(`%s,run="%s",cell="%s",proxy="%s",origin="%s",scenario="simple",tier="%s",repeat="%d"`, lg, r.ID, c.ID, c.Proxy, c.Origin, c.Tier, c.Repeat)
 }
 
 // integrate writes a counter growing at rate(mid of each scrape interval).
@@ -132,8 +132,9 @@ func integrate(ts []time.Time, rate func(time.Time) float64, emit func(float64, 
 }
 
 // histSeries writes a classic histogram whose observations of each cell
-// arrive evenly across its window, in sorted order.
-func histSeries(b *strings.Builder, name, labels string, bounds []float64, ts []time.Time, cells []*Cell, obs func(*Cell) []float64) {
+// arrive evenly, in sorted order, as share(c, t) says.
+func histSeries(b *strings.Builder, name, labels string, bounds []float64, ts []time.Time, cells []*Cell, obs func(*Cell) []float64,
+	share func(*Cell, time.Time) float64) {
 	type state struct {
 		counts []float64
 		sum    float64
@@ -144,7 +145,7 @@ func histSeries(b *strings.Builder, name, labels string, bounds []float64, ts []
 		s := state{counts: make([]float64, len(bounds)+1)}
 		for _, c := range cells {
 			o := obs(c)
-			k := int(math.Floor(float64(len(o)) * frac(c, t)))
+			k := int(math.Floor(float64(len(o)) * share(c, t)))
 			for _, x := range o[:k] {
 				j := sort.SearchFloat64s(bounds, x) // first bound >= x
 				s.counts[j]++

@@ -12,33 +12,86 @@ import (
 	"time"
 )
 
-// Buckets of the classic latency and GC pause histograms (seconds).
+// Buckets of the classic latency, open-loop lag and GC pause histograms (seconds).
 var (
 	LatencyBuckets = []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1}
+	LagBuckets     = []float64{0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01}
 	PauseBuckets   = []float64{1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3}
 )
 
 // Cell is one synthetic cell and its truth.
 type Cell struct {
-	ID, Proxy, Origin string
-	Repeat            int
-	Start, End        time.Time
-	Concurrency       int
-	Codes             map[string]int64 // exact responses by status
-	Reasons           map[string]int64 // exact transport errors by reason
-	Latencies         []float64        // every observation, sorted
-	InFlight          float64          // gauge value during the window
-	WrongOrigin       int64
-	ProxyCPU          float64 // cores, constant over the proxy's block
-	MemStartMB        float64 // working set at start
-	MemSlopeMBPerS    float64
-	LoadgenCPU        float64 // cores during the cell
-	GCCyclesPerS      int     // Go proxies only
-	GCCPUPerS         float64
-	HeapMB            float64
-	HeapSlopeMBPerS   float64
-	Pauses            []float64 // sorted
-	Go                bool
+	ID, Proxy, Origin, Tier string
+	Repeat                  int
+	Start, End              time.Time // the planned window
+	Concurrency             int
+	Codes                   map[string]int64 // exact in-window responses by status
+	Reasons                 map[string]int64 // exact in-window transport errors by reason
+	LateCodes               map[string]int64 // responses completed after End, by status
+	DrainEnd                time.Time        // when the last late response completed; zero: none
+	Latencies               []float64        // every observation (late ones too), sorted
+	InFlight                float64          // gauge value during the window
+	WrongOrigin             int64
+	ProxyCPU                float64 // cores, constant over the proxy's block (cAdvisor)
+	ProxyCPUEdgeS           float64 // proxybench_cell_proxy_cpu_seconds; 0: not published
+	MemStartMB              float64 // working set at start
+	MemSlopeMBPerS          float64
+	LoadgenCPU              float64   // cores during the cell
+	LoadgenSpike            float64   // cores during one scrape interval mid-window; 0: none
+	LoadgenCPUEdgeS         float64   // proxybench_cell_loadgen_cpu_seconds; 0: not published
+	LoadgenLimit            float64   // proxybench_loadgen_cpu_limit_cores (capacity)
+	ThrottledShare          float64   // throttled CFS periods / periods (10 periods/s)
+	RunDelayPerS            float64   // loadgen run delay, seconds per second
+	TargetRate              float64   // open loop: offered req/s; 0 closed loop
+	Scheduled, Sent         int64     // open loop
+	Missed, Capped          int64     // open loop
+	Lags                    []float64 // open loop: send lag observations, sorted
+	GCCyclesPerS            int       // Go proxies only
+	GCCPUPerS               float64
+	HeapMB                  float64
+	HeapSlopeMBPerS         float64
+	Pauses                  []float64 // sorted
+	Go                      bool
+	// Flags are the validity flag codes the report must give the cell, in
+	// the order validity.go checks them, and Verdict its verdict.
+	Flags   []string
+	Verdict string
+}
+
+// InWindow is the cell's in-window responses with a status.
+func (c *Cell) InWindow() int64 { return sum(c.Codes) }
+
+// Late is the cell's late completions.
+func (c *Cell) Late() int64 { return sum(c.LateCodes) }
+
+// Duration is the planned window's length in seconds.
+func (c *Cell) Duration() float64 { return c.End.Sub(c.Start).Seconds() }
+
+// LoadgenMean is the loadgen's true mean CPU over the window, in cores.
+func (c *Cell) LoadgenMean() float64 {
+	if c.LoadgenCPUEdgeS > 0 {
+		return c.LoadgenCPUEdgeS / c.Duration()
+	}
+	if c.LoadgenSpike > 0 {
+		return (c.LoadgenCPU*(c.Duration()-1) + c.LoadgenSpike) / c.Duration()
+	}
+	return c.LoadgenCPU
+}
+
+// ProxyCPUMean is the proxy's true mean CPU over the window, in cores.
+func (c *Cell) ProxyCPUMean() float64 {
+	if c.ProxyCPUEdgeS > 0 {
+		return c.ProxyCPUEdgeS / c.Duration()
+	}
+	return c.ProxyCPU
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // Run is a synthetic run.
@@ -56,6 +109,9 @@ type Options struct {
 	Origins   []string
 	Repeats   int
 	DurationS int
+	// FlagCells adds, after the proxies' blocks, one nginx cell per validity
+	// signal (tier "flags", origin naming the case) and quiet controls.
+	FlagCells bool
 }
 
 var goProxy = map[string]bool{"traefik": true, "caddy": true}
@@ -70,8 +126,8 @@ func New(o Options) *Run {
 	for pi, p := range o.Proxies {
 		for _, org := range o.Origins {
 			for rep := 1; rep <= o.Repeats; rep++ {
-				c := Cell{ID: fmt.Sprintf("%s.%s.simple.quick.r%d", p, org, rep), Proxy: p, Origin: org, Repeat: rep,
-					Start: t, End: t.Add(time.Duration(o.DurationS) * time.Second), Concurrency: 10, Go: goProxy[p]}
+				c := Cell{ID: fmt.Sprintf("%s.%s.simple.quick.r%d", p, org, rep), Proxy: p, Origin: org, Tier: "quick", Repeat: rep,
+					Start: t, End: t.Add(time.Duration(o.DurationS) * time.Second), Concurrency: 10, Go: goProxy[p], LoadgenLimit: 2}
 				n := int64(800 + 37*i)
 				c.Codes = map[string]int64{"200": n}
 				c.Reasons = map[string]int64{}
@@ -90,24 +146,8 @@ func New(o Options) *Run {
 				if i == 4 {
 					c.Codes = map[string]int64{"404": n} // misrouted
 				}
-				total := int64(0)
-				for _, v := range c.Codes {
-					total += v
-				}
 				// Latencies: a deterministic spread, scaled per proxy and origin.
-				base := 0.0008 * float64(1+pi) * float64(1+len(org)%3)
-				c.Latencies = make([]float64, total)
-				for k := range c.Latencies {
-					u := (float64(k) + 0.5) / float64(total)
-					c.Latencies[k] = base * (1 + 6*math.Pow(u, 8) + u)
-				}
-				sort.Float64s(c.Latencies)
-				mean := 0.0
-				for _, l := range c.Latencies {
-					mean += l
-				}
-				mean /= float64(total)
-				c.InFlight = float64(total) / float64(o.DurationS) * mean
+				c.latencies(0.0008 * float64(1+pi) * float64(1+len(org)%3))
 				if i == 5 {
 					c.InFlight *= 2 // Little's law mismatch
 				}
@@ -132,6 +172,22 @@ func New(o Options) *Run {
 				if i == 7 {
 					c.WrongOrigin = 5
 				}
+				// 429 is not an expected status of the simple scenario; 5xx
+				// are failures, judged by the error ratio alone.
+				c.Flags = map[int][]string{4: {"misrouted"}, 5: {"littles_law"}, 6: {"loadgen_bound"}, 7: {"misrouted"}}[i]
+				if i == 8 {
+					c.Flags = []string{"errors"}
+				}
+				if i%6 == 2 {
+					c.Flags = append(c.Flags, "unexpected_status")
+				}
+				c.Verdict = "invalid"
+				switch {
+				case len(c.Flags) == 0:
+					c.Verdict = "valid"
+				case i == 5:
+					c.Verdict = "suspect"
+				}
 				r.Cells = append(r.Cells, c)
 				t = c.End.Add(4 * time.Second)
 				i++
@@ -140,7 +196,89 @@ func New(o Options) *Run {
 		// Proxies of one run are visited one after the other.
 		t = t.Add(3 * time.Second)
 	}
+	if o.FlagCells {
+		r.flagCells(t, o.DurationS)
+	}
 	return r
+}
+
+// latencies fills a deterministic spread of observations from base for
+// every response (late ones too) and the in-flight gauge that satisfies
+// Little's law with the in-window rate.
+func (c *Cell) latencies(base float64) {
+	total := c.InWindow() + c.Late()
+	c.Latencies = make([]float64, total)
+	for k := range c.Latencies {
+		u := (float64(k) + 0.5) / float64(total)
+		c.Latencies[k] = base * (1 + 6*math.Pow(u, 8) + u)
+	}
+	sort.Float64s(c.Latencies)
+	mean := 0.0
+	for _, l := range c.Latencies {
+		mean += l
+	}
+	mean /= float64(total)
+	c.InFlight = float64(c.InWindow()) / c.Duration() * mean
+}
+
+// flagCells appends one cell per validity signal, each with its truth,
+// starting at t.
+func (r *Run) flagCells(t time.Time, durS int) {
+	d := time.Duration(durS) * time.Second
+	open := func(c *Cell, rate float64, lagBase float64) {
+		c.TargetRate = rate
+		c.Scheduled = int64(rate * float64(durS))
+		c.Sent = c.Scheduled - c.Missed
+		n := 1000
+		c.Lags = make([]float64, n)
+		for k := range c.Lags {
+			c.Lags[k] = lagBase * (1 + float64(k)/float64(n))
+		}
+	}
+	cases := []struct {
+		origin  string
+		flags   []string
+		verdict string
+		mut     func(*Cell)
+	}{
+		{"unexpected-404", []string{"unexpected_status"}, "invalid", func(c *Cell) { c.Codes = map[string]int64{"200": 7280, "404": 3120} }},
+		{"unexpected-control", nil, "valid", func(c *Cell) { c.Codes = map[string]int64{"200": 9995, "404": 5} }},
+		{"loadgen-capacity", []string{"loadgen_bound", "loadgen_bound"}, "invalid", func(c *Cell) { c.LoadgenLimit, c.LoadgenCPU = 0.15, 0.15 }},
+		{"loadgen-spike", []string{"loadgen_bound"}, "invalid", func(c *Cell) { c.LoadgenLimit, c.LoadgenCPU, c.LoadgenSpike = 1, 0.5, 1 }},
+		{"loadgen-throttled", []string{"loadgen_bound"}, "invalid", func(c *Cell) { c.ThrottledShare = 0.2 }},
+		{"loadgen-run-delay", []string{"loadgen_bound"}, "suspect", func(c *Cell) { c.RunDelayPerS = 0.3 }},
+		{"open-loop-ok", nil, "valid", func(c *Cell) { c.Codes = map[string]int64{"200": 10000}; open(c, 2000, 0.0002) }},
+		// Capped: the proxy held the sends back, so the rate fell short
+		// without the loadgen being the ceiling.
+		{"open-loop-capped", []string{"sut_saturated"}, "suspect", func(c *Cell) {
+			c.Codes = map[string]int64{"200": 9000}
+			open(c, 2000, 0.0002)
+			c.Capped = 600
+		}},
+		{"open-loop-missed", []string{"loadgen_bound"}, "invalid", func(c *Cell) {
+			c.Codes, c.Missed = map[string]int64{"200": 9700}, 300
+			open(c, 2000, 0.0002)
+		}},
+		{"open-loop-lag", []string{"loadgen_bound"}, "suspect", func(c *Cell) { c.Codes = map[string]int64{"200": 10000}; open(c, 2000, 0.0025) }},
+		// A stall at the end: 60 requests complete 2 s after the planned end.
+		{"late-stall", nil, "valid", func(c *Cell) {
+			c.Codes, c.LateCodes, c.DrainEnd = map[string]int64{"200": 4000}, map[string]int64{"200": 60}, c.End.Add(2*time.Second)
+		}},
+		{"cpu-edges", nil, "valid", func(c *Cell) { c.ProxyCPUEdgeS, c.LoadgenCPUEdgeS = 1.234, 2.1 }},
+	}
+	for _, k := range cases {
+		c := Cell{ID: "nginx." + k.origin + ".simple.flags.r1", Proxy: "nginx", Origin: k.origin, Tier: "flags", Repeat: 1,
+			Start: t, End: t.Add(d), Concurrency: 10, Codes: map[string]int64{"200": 5000}, Reasons: map[string]int64{},
+			ProxyCPU: r.proxyCPU("nginx"), MemStartMB: 30, MemSlopeMBPerS: 0.01, LoadgenCPU: 0.4, LoadgenLimit: 2,
+			Flags: k.flags, Verdict: k.verdict}
+		k.mut(&c)
+		c.latencies(0.001)
+		r.Cells = append(r.Cells, c)
+		t = c.End.Add(4 * time.Second)
+		if !c.DrainEnd.IsZero() {
+			t = c.DrainEnd.Add(4 * time.Second)
+		}
+	}
 }
 
 // End is when the run's data ends (after the last cell plus a linger).
@@ -156,10 +294,39 @@ func (r *Run) scrapeTimes() []time.Time {
 }
 
 // frac is the share of the window elapsed at t.
-func frac(c *Cell, t time.Time) float64 {
-	d := c.End.Sub(c.Start).Seconds()
-	x := t.Sub(c.Start).Seconds() / d
+func frac(c *Cell, t time.Time) float64 { return between(c.Start, c.End, t) }
+
+// lateFrac is the share of the late completions done at t.
+func lateFrac(c *Cell, t time.Time) float64 {
+	if c.DrainEnd.IsZero() {
+		return 0
+	}
+	return between(c.End, c.DrainEnd, t)
+}
+
+// obsFrac is the share of the histogram observations made at t: they
+// arrive evenly from the start to the end of the drain.
+func obsFrac(c *Cell, t time.Time) float64 {
+	if c.DrainEnd.IsZero() {
+		return frac(c, t)
+	}
+	return between(c.Start, c.DrainEnd, t)
+}
+
+func between(from, to, t time.Time) float64 {
+	x := t.Sub(from).Seconds() / to.Sub(from).Seconds()
 	return math.Max(0, math.Min(1, x))
+}
+
+// active is the cell whose loadgen activity ([start-1s, end+1s)) holds t.
+func (r *Run) active(t time.Time) *Cell {
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if !t.Before(c.Start.Add(-time.Second)) && t.Before(c.End.Add(time.Second)) {
+			return c
+		}
+	}
+	return nil
 }
 
 // OpenMetrics renders the run's series with timestamps, ready for promtool.
@@ -174,6 +341,7 @@ func (r *Run) OpenMetrics() []byte {
 	tl := func(c *Cell) string {
 		return fmt.Sprintf(`%s,proxy="%s",origin="%s",scenario="simple"`, lg, c.Proxy, c.Origin)
 	}
+	open := map[string]bool{}     // open-loop label sets
 	byKey := map[string][]*Cell{} // traffic label set -> cells in time order
 	var keys []string
 	for i := range r.Cells {
@@ -182,22 +350,31 @@ func (r *Run) OpenMetrics() []byte {
 			keys = append(keys, k)
 		}
 		byKey[k] = append(byKey[k], &r.Cells[i])
+		if r.Cells[i].TargetRate > 0 {
+			open[k] = true
+		}
 	}
-	// Counter of a traffic label set: cumulative over its cells.
-	cum := func(cells []*Cell, t time.Time, f func(*Cell) float64) (float64, bool) {
+	// Counter of a traffic label set: cumulative over its cells, f counted
+	// across the window, late after it until the drain ends.
+	cumLate := func(cells []*Cell, t time.Time, f, late func(*Cell) float64) (float64, bool) {
 		v, born := 0.0, false
 		for _, c := range cells {
-			x := f(c)
-			if x == 0 {
-				continue
+			if x := f(c); x != 0 {
+				fr := frac(c, t)
+				born = born || fr > 0
+				v += math.Floor(x * fr)
 			}
-			fr := frac(c, t)
-			if fr > 0 {
-				born = true
+			if x := late(c); x != 0 {
+				fr := lateFrac(c, t)
+				born = born || fr > 0
+				v += math.Floor(x * fr)
 			}
-			v += math.Floor(x * fr)
 		}
 		return v, born
+	}
+	none := func(*Cell) float64 { return 0 }
+	cum := func(cells []*Cell, t time.Time, f func(*Cell) float64) (float64, bool) {
+		return cumLate(cells, t, f, none)
 	}
 	// requests_total: code 200 exists from the start of the run (0 before its
 	// first cell); other codes are born when first counted.
@@ -208,14 +385,65 @@ func (r *Run) OpenMetrics() []byte {
 			for code := range c.Codes {
 				codes[code] = true
 			}
+			for code := range c.LateCodes {
+				codes[code] = true
+			}
 		}
 		for _, code := range sortedKeys(codes) {
 			for _, t := range ts {
-				v, born := cum(byKey[k], t, func(c *Cell) float64 { return float64(c.Codes[code]) })
+				v, born := cumLate(byKey[k], t, func(c *Cell) float64 { return float64(c.Codes[code]) },
+					func(c *Cell) float64 { return float64(c.LateCodes[code]) })
 				if code != "200" && (!born || v == 0) {
 					continue
 				}
 				w("proxybench_requests_total", k+`,code="`+code+`"`, v, t)
+			}
+		}
+	}
+	// Late completions: a series is born with its first late response.
+	b.WriteString("# TYPE proxybench_requests_late counter\n")
+	for _, k := range keys {
+		codes := map[string]bool{}
+		for _, c := range byKey[k] {
+			for code := range c.LateCodes {
+				codes[code] = true
+			}
+		}
+		for _, code := range sortedKeys(codes) {
+			for _, t := range ts {
+				v, born := cumLate(byKey[k], t, none, func(c *Cell) float64 { return float64(c.LateCodes[code]) })
+				if born && v > 0 {
+					w("proxybench_requests_late_total", k+`,code="`+code+`"`, v, t)
+				}
+			}
+		}
+	}
+	// Open loop: scheduled, sent and capped grow across the window; missed
+	// is added at its end.
+	for _, m := range []struct {
+		name string
+		f    func(*Cell) float64
+	}{{"proxybench_open_loop_scheduled", func(c *Cell) float64 { return float64(c.Scheduled) }},
+		{"proxybench_open_loop_sent", func(c *Cell) float64 { return float64(c.Sent) }},
+		{"proxybench_open_loop_capped", func(c *Cell) float64 { return float64(c.Capped) }},
+		{"proxybench_open_loop_missed", nil}} {
+		fmt.Fprintf(&b, "# TYPE %s counter\n", m.name)
+		for _, k := range keys {
+			if !open[k] {
+				continue
+			}
+			for _, t := range ts {
+				var v float64
+				if m.f != nil {
+					v, _ = cum(byKey[k], t, m.f)
+				} else {
+					for _, c := range byKey[k] {
+						if !t.Before(c.End) {
+							v += float64(c.Missed)
+						}
+					}
+				}
+				w(m.name+"_total", k, v, t)
 			}
 		}
 	}
@@ -238,7 +466,13 @@ func (r *Run) OpenMetrics() []byte {
 	// Latency histogram: observations arrive in sorted order across the window.
 	b.WriteString("# TYPE proxybench_request_duration_seconds histogram\n")
 	for _, k := range keys {
-		histSeries(&b, "proxybench_request_duration_seconds", k, LatencyBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Latencies })
+		histSeries(&b, "proxybench_request_duration_seconds", k, LatencyBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Latencies }, obsFrac)
+	}
+	b.WriteString("# TYPE proxybench_open_loop_lag_seconds histogram\n")
+	for _, k := range keys {
+		if open[k] {
+			histSeries(&b, "proxybench_open_loop_lag_seconds", k, LagBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Lags }, frac)
+		}
 	}
 	b.WriteString("# TYPE proxybench_requests_in_flight gauge\n")
 	for _, k := range keys {
@@ -253,6 +487,31 @@ func (r *Run) OpenMetrics() []byte {
 		}
 	}
 	// Cell window series.
+	// Published when the cell ends: the drain's end (the window's end when
+	// nothing was late) and the CPU read at the window's edges.
+	for _, m := range []struct {
+		name string
+		f    func(*Cell) float64
+	}{{"proxybench_cell_drain_end_timestamp_seconds", func(c *Cell) float64 {
+		if c.DrainEnd.IsZero() {
+			return float64(c.End.UnixMilli()) / 1000
+		}
+		return float64(c.DrainEnd.UnixMilli()) / 1000
+	}}, {"proxybench_cell_proxy_cpu_seconds", func(c *Cell) float64 { return c.ProxyCPUEdgeS }},
+		{"proxybench_cell_loadgen_cpu_seconds", func(c *Cell) float64 { return c.LoadgenCPUEdgeS }}} {
+		fmt.Fprintf(&b, "# TYPE %s gauge\n", m.name)
+		for i := range r.Cells {
+			c := &r.Cells[i]
+			if m.f(c) == 0 {
+				continue
+			}
+			for _, t := range ts {
+				if t.After(c.End) {
+					w(m.name, r.cellLabels(c, lg), m.f(c), t)
+				}
+			}
+		}
+	}
 	for _, m := range []string{"start_timestamp_seconds", "end_timestamp_seconds"} {
 		fmt.Fprintf(&b, "# TYPE proxybench_cell_window_%s gauge\n", m)
 		for i := range r.Cells {
@@ -273,7 +532,7 @@ func (r *Run) OpenMetrics() []byte {
 		name string
 		f    func(*Cell) float64
 	}{{"proxybench_cell_concurrency", func(c *Cell) float64 { return float64(c.Concurrency) }},
-		{"proxybench_cell_target_rate_requests_per_second", func(*Cell) float64 { return 0 }},
+		{"proxybench_cell_target_rate_requests_per_second", func(c *Cell) float64 { return c.TargetRate }},
 		{"proxybench_cell_failed", func(*Cell) float64 { return 0 }}} {
 		fmt.Fprintf(&b, "# TYPE %s gauge\n", m.name)
 		for i := range r.Cells {
@@ -285,20 +544,46 @@ func (r *Run) OpenMetrics() []byte {
 			}
 		}
 	}
+	// The loadgen's capacity follows the cell (as if restarted with other
+	// limits); 2 cores between cells.
 	b.WriteString("# TYPE proxybench_loadgen_cpu_limit_cores gauge\n")
 	for _, t := range ts {
-		w("proxybench_loadgen_cpu_limit_cores", lg, 2, t)
+		v := 2.0
+		for i := range r.Cells {
+			c := &r.Cells[i]
+			if !t.Before(c.Start.Add(-1500*time.Millisecond)) && t.Before(c.End.Add(2*time.Second)) {
+				v = c.LoadgenLimit
+			}
+		}
+		w("proxybench_loadgen_cpu_limit_cores", lg, v, t)
 	}
 	b.WriteString("# TYPE process_cpu_seconds counter\n")
 	integrate(ts, func(mid time.Time) float64 {
-		for i := range r.Cells {
-			c := &r.Cells[i]
-			if !mid.Before(c.Start.Add(-time.Second)) && mid.Before(c.End.Add(time.Second)) {
-				return c.LoadgenCPU
-			}
+		c := r.active(mid)
+		if c == nil {
+			return 0.05
 		}
-		return 0.05
+		// The spike covers the one scrape interval whose middle is 2.25 s in.
+		if el := mid.Sub(c.Start); c.LoadgenSpike > 0 && el >= 2*time.Second && el < 2500*time.Millisecond {
+			return c.LoadgenSpike
+		}
+		return c.LoadgenCPU
 	}, func(v float64, t time.Time) { w("process_cpu_seconds_total", lg, v, t) })
+	// The loadgen's cgroup: 10 CFS periods a second, always exported.
+	for _, m := range []struct {
+		name string
+		f    func(*Cell) float64
+	}{{"proxybench_loadgen_cpu_periods", func(*Cell) float64 { return 10 }},
+		{"proxybench_loadgen_cpu_throttled_periods", func(c *Cell) float64 { return 10 * c.ThrottledShare }},
+		{"proxybench_loadgen_run_delay_seconds", func(c *Cell) float64 { return c.RunDelayPerS }}} {
+		fmt.Fprintf(&b, "# TYPE %s counter\n", m.name)
+		integrate(ts, func(mid time.Time) float64 {
+			if c := r.active(mid); c != nil {
+				return m.f(c)
+			}
+			return m.f(&Cell{})
+		}, func(v float64, t time.Time) { w(m.name+"_total", lg, v, t) })
+	}
 
 	// cAdvisor and exporter series per proxy.
 	proxies := r.proxies()
