@@ -259,7 +259,7 @@ func (r *Run) flagCells(t time.Time, durS int) {
 			c.Codes, c.Missed = map[string]int64{"200": 9700}, 300
 			open(c, 2000, 0.0002)
 		}},
-		{"open-loop-lag", []string{"loadgen_bound"}, "suspect", func(c *Cell) { c.Codes = map[string]int64{"200": 10000}; open(c, 2000, 0.0025) }},
+		{"open-loop-lag", []string{"loadgen_bound"}, "suspect", func(c *Cell) { c.Codes = map[string]int64{"200": 10000}; open(c, 2000, 0.008) }},
 		// A stall at the end: 60 requests complete 2 s after the planned end.
 		{"late-stall", nil, "valid", func(c *Cell) {
 			c.Codes, c.LateCodes, c.DrainEnd = map[string]int64{"200": 4000}, map[string]int64{"200": 60}, c.End.Add(2*time.Second)
