@@ -29,6 +29,11 @@ import (
 	"proxybench/loadgen/internal/selfcpu"
 )
 
+// firstWindowAfterScrape keeps the first window's counting baseline (1 s
+// before it, reporter/README.md) after Prometheus's first scrape of this
+// process.
+const firstWindowAfterScrape = 1200 * time.Millisecond
+
 // Exit codes of `loadgen run`.
 const (
 	ExitOK          = 0   // every cell ran its window
@@ -106,6 +111,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	if wait := time.Duration(p.Linger); wait > 0 {
 		select {
 		case <-scraped:
+			// That first scrape marks the series a previous loadgen left
+			// under the same labels stale. The reporter's baseline is the
+			// counter 1 s before a window: let it fall after the marker,
+			// or the old process's last value would be taken as this
+			// one's baseline (its restart from zero hidden: counts short
+			// by exactly the previous run's).
+			_ = e.clock.Sleep(ctx, firstWindowAfterScrape)
 		case <-ctx.Done():
 		case <-time.After(wait):
 			log.Warn("Prometheus has not scraped /metrics yet; the first cell's server-side series may start late", "waited", wait.String(), "metrics", metricsAddr)

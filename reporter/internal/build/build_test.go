@@ -90,7 +90,7 @@ var flagReasons = map[string][]string{
 	"loadgen-run-delay": {"waited for a CPU 15.0 % of the window's capacity (run delay, > 10 %)"},
 	"open-loop-capped":  {"max in flight (10) was reached for 6.0 % of sends (600 of 10000, > 1 %)", "coordinated omission corrected"},
 	"open-loop-missed":  {"missed 300 of 10000 scheduled sends (3.0 %, > 1 %)"},
-	"open-loop-lag":     {"send lag p99", "(> 5 ms)"},
+	"open-loop-lag":     {"send lag p99", "(> 10 ms)"},
 }
 
 func checkCell(t *testing.T, g *report.Cell, w *synth.Cell) {

@@ -54,7 +54,7 @@ func TestJudge(t *testing.T) {
 		{"run delay", func(c *Cell) { c.LoadgenCPU.RunDelayShare = 0.11 }, false, Suspect, FlagLoadgenBound},
 		{"pressure", func(c *Cell) { c.LoadgenCPU.PressureShare = 0.26 }, false, Suspect, FlagLoadgenBound},
 		{"pressure 24 %", func(c *Cell) { c.LoadgenCPU.PressureShare = 0.24 }, false, Valid, ""},
-		{"lag", func(c *Cell) { c.LoadgenCPU.LagP99Seconds = 0.0051 }, false, Suspect, FlagLoadgenBound},
+		{"lag", func(c *Cell) { c.LoadgenCPU.LagP99Seconds = 0.0101 }, false, Suspect, FlagLoadgenBound},
 		{"missed", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent, c.Missed = 1000, 10000, 9800, 200 }, false, Invalid, FlagLoadgenBound},
 		{"missed 1 %", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent, c.Missed = 1000, 10000, 9900, 100 }, false, Valid, ""},
 		// The shortfall of a capped open loop is the proxy's, not the loadgen's.

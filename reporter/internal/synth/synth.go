@@ -15,7 +15,7 @@ import (
 // Buckets of the classic latency, open-loop lag and GC pause histograms (seconds).
 var (
 	LatencyBuckets = []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1}
-	LagBuckets     = []float64{0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01}
+	LagBuckets     = []float64{0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05}
 	PauseBuckets   = []float64{1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3}
 )
 
@@ -259,7 +259,7 @@ func (r *Run) flagCells(t time.Time, durS int) {
 			c.Codes, c.Missed = map[string]int64{"200": 9700}, 300
 			open(c, 2000, 0.0002)
 		}},
-		{"open-loop-lag", []string{"loadgen_bound"}, "suspect", func(c *Cell) { c.Codes = map[string]int64{"200": 10000}; open(c, 2000, 0.008) }},
+		{"open-loop-lag", []string{"loadgen_bound"}, "suspect", func(c *Cell) { c.Codes = map[string]int64{"200": 10000}; open(c, 2000, 0.015) }},
 		// A stall at the end: 60 requests complete 2 s after the planned end.
 		{"late-stall", nil, "valid", func(c *Cell) {
 			c.Codes, c.LateCodes, c.DrainEnd = map[string]int64{"200": 4000}, map[string]int64{"200": 60}, c.End.Add(2*time.Second)
