@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
+
+	"proxybench/internal/atomicfile"
 )
 
 // SchemaVersion changes whenever a field changes meaning or is removed.
@@ -141,34 +142,16 @@ type Latency struct {
 	Max    float64 `json:"max"`
 }
 
-// Write stores m at path atomically (temp file, fsync, rename), so a crash
-// mid-write leaves the previous version intact.
+// Write stores m at path atomically (internal/atomicfile: a unique temp
+// file, fsync, rename, directory fsync), so a crash mid-write leaves the
+// previous version intact.
 func Write(path string, m *Manifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create results dir: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".manifest-*.json")
-	if err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	defer os.Remove(f.Name()) // no-op after a successful rename
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync manifest: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close manifest: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("replace manifest: %w", err)
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("manifest: %w", err)
 	}
 	return nil
 }

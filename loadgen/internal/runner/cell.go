@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -178,12 +179,7 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 	for code, k := range res.Codes {
 		mc.Codes[strconv.Itoa(code)] = k
 	}
-	if len(res.ErrorReasons) > 0 {
-		mc.ErrorReasons = map[string]int64{}
-		for why, k := range res.ErrorReasons {
-			mc.ErrorReasons[why] = k
-		}
-	}
+	mc.ErrorReasons = maps.Clone(res.ErrorReasons)
 	mc.Late, mc.Missed, mc.Capped, mc.LagP99S = res.Late, res.Missed, res.Capped, res.LagP99.Seconds()
 	if len(res.LateCodes) > 0 {
 		mc.LateCodes = map[string]int64{}
@@ -191,12 +187,7 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 			mc.LateCodes[strconv.Itoa(code)] = k
 		}
 	}
-	if len(res.LateReasons) > 0 {
-		mc.LateReasons = map[string]int64{}
-		for why, k := range res.LateReasons {
-			mc.LateReasons[why] = k
-		}
-	}
+	mc.LateReasons = maps.Clone(res.LateReasons)
 	if !res.DrainEnd.IsZero() {
 		de := res.DrainEnd
 		mc.DrainEnd = &de

@@ -71,7 +71,7 @@ var DefaultThresholds = Thresholds{
 	LoadgenCPUPeakFraction: 0.98,
 	LoadgenThrottledShare:  0.10,
 	LoadgenRunDelayShare:   0.10,
-	LoadgenPressureShare:   0.25, // PSI is the whole host's (or the loadgen's cgroup's): at 10 % an idle 2-core host with Prometheus and the exporter already reaches it
+	LoadgenPressureShare:   0.25,  // PSI is the whole host's (or the loadgen's cgroup's): at 10 % an idle 2-core host with Prometheus and the exporter already reaches it
 	OpenLoopLagP99:         0.010, // an idle loadgen on a 2-core VM measured 1.5-7.8 ms p99 at 200-300 req/s (timer wake-ups, not CPU)
 	OpenLoopAchieved:       0.95,
 	OpenLoopMissed:         0.01,
