@@ -50,6 +50,7 @@ type Group struct {
 	cpu, cpuTop  string // dir of cpu.stat and the quota; the mount point above it
 	acct         string // dir of the usage counter (v1 cpuacct; v2 = cpu)
 	unified      string // v2 group dir (also on a hybrid v1 host) for cpu.pressure; "" none
+	unifiedPath  string // its path as /proc/<pid>/cgroup names it ("/" = the root group)
 	procPressure string // /proc/pressure/cpu
 }
 
@@ -95,7 +96,7 @@ func (f FS) Find(pid int) (*Group, error) {
 	g := &Group{procPressure: filepath.Join(f.proc(), "pressure", "cpu")}
 	if hasV2 {
 		if dir, _, ok := f.locate(mounts, "cgroup2", "", v2); ok {
-			g.unified = dir
+			g.unified, g.unifiedPath = dir, v2
 		}
 	}
 	if p, ok := v1["cpu"]; ok {
@@ -372,6 +373,15 @@ func (g *Group) Pressure() (time.Duration, error) {
 	}
 	return 0, ErrNoPSI
 }
+
+// OwnPressure says whether Pressure reads the group's own cpu.pressure: a
+// cgroup v2 group other than the root. Otherwise it reads the whole host's
+// pressure, which any busy task raises, not only this group's.
+func (g *Group) OwnPressure() bool {
+	return g.unified != "" && g.unifiedPath != "/" && fileExists(filepath.Join(g.unified, "cpu.pressure"))
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // SystemPressure is /proc/pressure/cpu's "some" total, for a process whose
 // cgroup cannot be found; ErrNoPSI where it does not exist.

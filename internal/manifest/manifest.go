@@ -125,6 +125,9 @@ type LoadgenCPU struct {
 	// PressureSeconds: CPU pressure "some" stall time (cgroup v2 cpu.pressure,
 	// else /proc/pressure/cpu); nil where the kernel has no PSI.
 	PressureSeconds *float64 `json:"pressure_seconds,omitempty"`
+	// PressureScope is "cgroup" (the loadgen's own group) or "host" (the
+	// whole host's pressure, which only says the host was busy).
+	PressureScope string `json:"pressure_scope,omitempty"`
 }
 
 // Latency holds exact HdrHistogram values in seconds (1 µs .. 60 s, 3 s.f.).

@@ -80,7 +80,7 @@ func New(log *slog.Logger) *Collector {
 	c.runDelay = prometheus.NewDesc("proxybench_loadgen_run_delay_seconds_total",
 		"Time the loadgen's threads were runnable but waiting for a CPU, summed over threads (/proc/self/task/*/schedstat). A thread's delay after its last reading before it exited is lost.", nil, nil)
 	c.pressure = prometheus.NewDesc("proxybench_loadgen_cpu_pressure_seconds_total",
-		"CPU pressure of the loadgen's cgroup (cgroup v2 cpu.pressure, else the system's /proc/pressure/cpu): time at least one task was runnable but waiting for a CPU (PSI some total).", nil, nil)
+		"CPU pressure (PSI some total): time at least one task was runnable but waiting for a CPU; scope=cgroup is the loadgen's own cgroup v2 group, scope=host the whole host's /proc/pressure/cpu (when the loadgen runs in the root group).", []string{"scope"}, nil)
 	return c
 }
 
@@ -105,9 +105,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.thrSec, prometheus.CounterValue, s.Throttled.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.runDelay, prometheus.CounterValue, s.RunDelay.Seconds())
 	if c.hasPSI && s.HasPressure {
-		ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.CounterValue, s.Pressure.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.CounterValue, s.Pressure.Seconds(), s.PressureScope)
 	}
 }
+
+// Scopes of the CPU pressure reading.
+const (
+	PressureCgroup = "cgroup" // the loadgen's own cgroup v2 group
+	PressureHost   = "host"   // the whole host: any busy task raises it
+)
 
 // Capacity is the CPU the loadgen can really get, in cores, and which
 // bound sets it: the smallest of the cgroup quota, the CPUs of the
@@ -145,6 +151,7 @@ type Snapshot struct {
 	RunDelay                  time.Duration // summed over threads, monotonic
 	Pressure                  time.Duration // PSI some total; valid when HasPressure
 	HasPressure               bool
+	PressureScope             string // "cgroup" (the loadgen's own group) or "host"
 }
 
 // Snapshot reads everything now. It is safe for concurrent use.
@@ -179,6 +186,10 @@ func (c *Collector) Snapshot() Snapshot {
 			c.warnOnceLocked("psi", "cannot read CPU pressure", err)
 		}
 		s.Pressure, s.HasPressure = c.lastPSI, true
+		s.PressureScope = PressureHost
+		if c.cg != nil && c.cg.OwnPressure() {
+			s.PressureScope = PressureCgroup
+		}
 	}
 	return s
 }
@@ -205,7 +216,7 @@ func (s Snapshot) Since(start Snapshot) manifest.LoadgenCPU {
 	}
 	if s.HasPressure && start.HasPressure {
 		p := (s.Pressure - start.Pressure).Seconds()
-		out.PressureSeconds = &p
+		out.PressureSeconds, out.PressureScope = &p, s.PressureScope
 	}
 	return out
 }

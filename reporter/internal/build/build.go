@@ -332,7 +332,7 @@ func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
 	have := *l
 	periods, throttled := report.Num(m.Periods), report.Num(m.ThrottledPeriods)
 	pressure := report.NaN()
-	if m.PressureSeconds != nil {
+	if m.PressureSeconds != nil && m.PressureScope == "cgroup" { // the host's pressure is not the loadgen's
 		pressure = report.Num(*m.PressureSeconds)
 	}
 	l.SetShares(periods, throttled, report.Num(m.RunDelaySeconds), pressure, d)

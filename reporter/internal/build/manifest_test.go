@@ -107,7 +107,7 @@ func TestMergeManifestFillsWhatPrometheusLacks(t *testing.T) {
 	pressure := 0.5
 	mc := &manifest.Cell{ID: w.ID, Rate: 1000, Scheduled: 10000, Sent: 10000, Late: 60, LateCodes: map[string]int64{"200": 60},
 		DrainEnd: &drain, Missed: 0, Capped: 300, LagP99S: 0.0004, ProxyCPUSeconds: ptr(5.0),
-		Loadgen: &manifest.LoadgenCPU{CapacityCores: 1, CPUSeconds: 9.2, Periods: 100, ThrottledPeriods: 15, RunDelaySeconds: 1.5, PressureSeconds: &pressure}}
+		Loadgen: &manifest.LoadgenCPU{CapacityCores: 1, CPUSeconds: 9.2, Periods: 100, ThrottledPeriods: 15, RunDelaySeconds: 1.5, PressureSeconds: &pressure, PressureScope: "cgroup"}}
 	mergeManifest(&w, mc)
 	if w.Codes["200"] != 10000 || w.Late != 60 || w.LateSource != "manifest" || !near(w.RPS, 1004) || !near(w.GoodputRPS, 1000) {
 		t.Errorf("codes %v late %d (%s) rps %v goodput %v, want 10000 x 200, 60 late from the manifest, 1004 and 1000 req/s",
