@@ -197,7 +197,9 @@ func TestFlagLoadgenBound(t *testing.T) {
 			t.Errorf("control %s: loadgen_bound fired without a quota: %s", free.ID, f.Reason)
 		}
 	}
-	light := cell(t, runCells(t, results, "lglight", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-rate", "300", "-concurrency", "20", "-isolate=false"), id)
+	// 1000 req/s keeps the loadgen's timers busy: a lone late wake-up of
+	// an idle runtime stays far below the p99 of 5000 sends.
+	light := cell(t, runCells(t, results, "lglight", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-rate", "1000", "-concurrency", "20", "-isolate=false"), id)
 	mustStayQuiet(t, light, "loadgen_bound")
 	if starved.Validity.Verdict != "invalid" {
 		t.Errorf("starved cell verdict %s, want invalid", starved.Validity.Verdict)
@@ -571,24 +573,24 @@ func startSampler(t *testing.T, fn func() (time.Duration, error)) *sampler {
 	return sm
 }
 
-// at interpolates the counter linearly between the readings around ts.
-func (sm *sampler) at(t *testing.T, ts time.Time) float64 {
+// at interpolates the counter linearly between the readings around ts;
+// ok is false when the readings there are more than 50 ms apart (the test
+// process was descheduled): too coarse to judge 3 %.
+func (sm *sampler) at(t *testing.T, ts time.Time) (v float64, ok bool) {
 	t.Helper()
 	for i := 1; i < len(sm.s); i++ {
 		a, b := sm.s[i-1], sm.s[i]
 		if !b.at.Before(ts) && !a.at.After(ts) {
-			if gap := b.at.Sub(a.at); gap > 50*time.Millisecond {
-				t.Fatalf("sampler gap of %s around %s: the reading is not exact enough", gap, ts)
-			}
+			gap := b.at.Sub(a.at)
 			f := 0.0
-			if d := b.at.Sub(a.at); d > 0 {
-				f = float64(ts.Sub(a.at)) / float64(d)
+			if gap > 0 {
+				f = float64(ts.Sub(a.at)) / float64(gap)
 			}
-			return (a.v.Seconds() + f*(b.v-a.v).Seconds())
+			return a.v.Seconds() + f*(b.v-a.v).Seconds(), gap <= 50*time.Millisecond
 		}
 	}
 	t.Fatalf("no readings around %s", ts)
-	return 0
+	return 0, false
 }
 
 // TestProxyCPUMatchesCgroup checks the reported proxy CPU against the
@@ -620,8 +622,18 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 		}
 	}
 	sm.stop()
+	coarse := 0
 	for id, c := range all {
-		indep := sm.at(t, c.End) - sm.at(t, c.Start)
+		s0, ok0 := sm.at(t, c.Start)
+		s1, ok1 := sm.at(t, c.End)
+		if !ok0 || !ok1 {
+			t.Logf("%s: the test's own readings were more than 50 ms apart at an edge: not judged", id)
+			if coarse++; coarse > 1 {
+				t.Errorf("more than one cell without a fine enough independent reading")
+			}
+			continue
+		}
+		indep := s1 - s0
 		d := c.End.Sub(c.Start).Seconds()
 		if c.ProxyRes.CPUMean == nil {
 			t.Errorf("%s: no proxy CPU in the report", id)
@@ -669,4 +681,21 @@ func TestFlagLittlesLaw(t *testing.T) {
 	}
 	c := cell(t, reportCells(t, results, "little-stop"), id)
 	mustFire(t, c, "littles_law", "suspect", "in-flight")
+}
+
+// TestFlagNoServerSide runs a cell whose loadgen serves /metrics where
+// Prometheus does not scrape: the report still has the cell, from the
+// manifest, and says its server-side series are missing. The same cell
+// scraped as usual is the control.
+func TestFlagNoServerSide(t *testing.T) {
+	results := t.TempDir()
+	args := []string{"-tier", "3s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "10", "-isolate=false"}
+	id := "nginx.fast.simple.3s.r1"
+	c := cell(t, runCells(t, results, "unscraped", nil, append(args, "-metrics-addr", "127.0.0.1:0")...), id)
+	mustFire(t, c, "no_server_side_series", "suspect", "manifest")
+	if c.Requests == 0 {
+		t.Errorf("the unscraped cell lost its counts: the manifest has them")
+	}
+	ctl := cell(t, runCells(t, results, "scraped", nil, args...), id)
+	mustStayQuiet(t, ctl, "no_server_side_series")
 }

@@ -175,7 +175,10 @@ func lastCellEnd(ctx context.Context, t *testing.T, p Prom, start, end time.Time
 		t.Logf("no cell window ended in the last %s (%v): instant queries at now", window, err)
 		return end
 	}
-	return time.UnixMilli(int64(v * 1000))
+	// The end is the planned one: the loadgen publishes it once the cell's
+	// late requests are drained, and Prometheus has it by its next scrape,
+	// 1 s later at most, while the loadgen lingers.
+	return time.UnixMilli(int64(v*1000)).Add(1500 * time.Millisecond)
 }
 
 const cellEndMetric = "proxybench_cell_window_end_timestamp_seconds"
