@@ -38,14 +38,7 @@ type report struct {
 			Cycles   *float64 `json:"cycles"`
 			PauseP99 *float64 `json:"stw_pause_p99_seconds"`
 		} `json:"gc"`
-		Validity struct {
-			Verdict string `json:"verdict"`
-			Flags   []struct {
-				Code     string `json:"code"`
-				Severity string `json:"severity"`
-				Reason   string `json:"reason"`
-			} `json:"flags"`
-		} `json:"validity"`
+		Validity validity `json:"validity"`
 	} `json:"cells"`
 }
 

@@ -40,14 +40,17 @@ type flagCell struct {
 	ProxyRes  struct {
 		CPUMean *float64 `json:"cpu_mean_cores"`
 	} `json:"proxy_resources"`
-	Validity struct {
-		Verdict string `json:"verdict"`
-		Flags   []struct {
-			Code     string `json:"code"`
-			Severity string `json:"severity"`
-			Reason   string `json:"reason"`
-		} `json:"flags"`
-	} `json:"validity"`
+	Validity validity `json:"validity"`
+}
+
+// validity is a report.json cell's verdict and flags.
+type validity struct {
+	Verdict string `json:"verdict"`
+	Flags   []struct {
+		Code     string `json:"code"`
+		Severity string `json:"severity"`
+		Reason   string `json:"reason"`
+	} `json:"flags"`
 }
 
 // flag returns the cell's flag with code ("" severity when absent).

@@ -178,7 +178,7 @@ func lastCellEnd(ctx context.Context, t *testing.T, p Prom, start, end time.Time
 	// The end is the planned one: the loadgen publishes it once the cell's
 	// late requests are drained, and Prometheus has it by its next scrape,
 	// 1 s later at most, while the loadgen lingers.
-	return time.UnixMilli(int64(v*1000)).Add(1500 * time.Millisecond)
+	return time.UnixMilli(int64(v * 1000)).Add(1500 * time.Millisecond)
 }
 
 const cellEndMetric = "proxybench_cell_window_end_timestamp_seconds"
