@@ -35,7 +35,7 @@ fi
 
 if ! docker info >/dev/null 2>&1; then
   say "starting dockerd (log: $LOG_DIR/dockerd.log)"
-  # No systemd in these sandboxes: run the daemon ourselves, detached from this shell.
+  # No systemd on such hosts: run the daemon ourselves, detached from this shell.
   if ! pgrep -x dockerd >/dev/null; then
     PATH=/usr/sbin:/usr/bin:$PATH setsid nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 </dev/null &
   fi

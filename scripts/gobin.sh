@@ -9,9 +9,9 @@ mkdir -p "$BIN"
 
 PROMETHEUS_VERSION=v0.316.0   # Prometheus 3.16
 CADDY_VERSION=v2.11.9
-TRAEFIK_VERSION=v3.6.12       # v3.7 needs modules the proxy refuses (DESIGN §4)
+TRAEFIK_VERSION=v3.6.12       # v3.7 needs modules the Go module proxy does not serve
 VEGETA_VERSION=v12.13.0
-COMPOSE_VERSION=v2.40.3     # the docker compose CLI plugin (DESIGN §4)
+COMPOSE_VERSION=v2.40.3     # the docker compose CLI plugin (Debian ships only compose v1)
 
 name=${1:?usage: gobin.sh prometheus|promtool|caddy|traefik|vegeta|compose}
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local GOWORK=off

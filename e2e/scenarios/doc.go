@@ -1,4 +1,4 @@
-// Package scenarios holds the end-to-end checks of issue 8's scenarios:
+// Package scenarios holds the end-to-end checks of the scenarios (docs/scenarios.md):
 // each scenario runs through `loadgen run` against the live stack for every
 // proxy that supports it, at a short duration, and the test asserts what
 // makes the scenario itself correct, from the run's manifest.json: 401s

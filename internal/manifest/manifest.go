@@ -104,8 +104,8 @@ type Cell struct {
 	// Loadgen is what the loadgen could get and what it used over the window.
 	Loadgen *LoadgenCPU `json:"loadgen,omitempty"`
 
-	// ScenarioData is what the cell's scenario is judged on (issue 8,
-	// docs/scenarios.md); nil for simple.
+	// ScenarioData is what the cell's scenario is judged on
+	// (docs/scenarios.md); nil for simple.
 	ScenarioData *ScenarioData `json:"scenario_data,omitempty"`
 }
 

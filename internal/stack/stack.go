@@ -1,6 +1,6 @@
 // Package stack owns the fixed facts of the lab that every part agrees on:
 // the proxies and origins, their compose service names, ports and routes.
-// DESIGN.md §3 is the source; change both together.
+// docs/design-notes.md describes them; change both together.
 package stack
 
 import (

@@ -61,7 +61,7 @@ func (r *recorder) resetCount() int {
 
 // flaky wraps the real engine and cuts the first log streams short after
 // a few frames, as an engine going away mid-stream would. Restarting the
-// shared engine itself would disturb everything else on this machine, so
+// shared engine itself would disturb everything else on the host, so
 // only the broken stream is simulated; the data is real.
 type flaky struct {
 	*dockerx.Client

@@ -18,7 +18,7 @@ import (
 
 // socketProxy forwards a unix socket to the real engine's, and can be cut
 // and restored: to the exporter that is the engine going away and coming
-// back, without restarting the engine every other test on this machine
+// back, without restarting the engine every other test on the host
 // shares.
 type socketProxy struct {
 	path, target string

@@ -15,7 +15,7 @@ import (
 	"proxybench/internal/stack"
 )
 
-// Thresholds of DESIGN §3: warm-up and cooldown only pay off for long cells.
+// Warm-up thresholds: warm-up and cooldown only pay off for long cells.
 const (
 	// WarmupThreshold is the shortest cell that gets a warm-up.
 	WarmupThreshold = 30 * time.Second

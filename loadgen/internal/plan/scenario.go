@@ -26,7 +26,7 @@ var ValidAPIKeys = []string{"pb-key-1", "pb-key-2", "pb-key-3", "pb-key-4"}
 
 // Limits on the plan's scenario settings.
 const (
-	MaxSlowDelay = 20 * time.Second // issue 8: 2 s default, up to 20 s
+	MaxSlowDelay = 20 * time.Second // 2 s by default, up to 20 s
 )
 
 // Variant is one part of a cell's traffic mix (the auth scenario sends valid,

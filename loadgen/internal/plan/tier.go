@@ -14,7 +14,7 @@ type Tier struct {
 	Duration time.Duration
 }
 
-// NamedTiers are the tiers of DESIGN §3, in the order "all" runs them.
+// NamedTiers are the named tiers, in the order "all" runs them.
 var NamedTiers = []Tier{
 	{"quick", 5 * time.Second},
 	{"medium", 60 * time.Second},

@@ -62,11 +62,11 @@ func TestPlain(t *testing.T) {
 	d.CellStart(1, 2, cell)
 	d.Progress(attack.Progress{RPS: 1})
 	d.CellEnd(1, 2, done)
-	skipped := manifest.Cell{ID: "x", Status: manifest.CellSkipped, Reason: "scenario auth is not implemented yet (issue 8)"}
+	skipped := manifest.Cell{ID: "x", Status: manifest.CellSkipped, Reason: "scenario auth is not implemented yet"}
 	d.CellEnd(2, 2, skipped)
 	want := `level=INFO msg="cell start" n=1/2 cell=nginx.fast.simple.medium.r1 duration=1m0s warmup=5s mode=closed concurrency=50 rate=0
 level=INFO msg="cell end" n=1/2 cell=nginx.fast.simple.medium.r1 status=ok requests=24000 rps=12000 p50=1.25ms p99=7.1ms max=200ms errors=3
-level=INFO msg="cell end" n=2/2 cell=x status=skipped reason="scenario auth is not implemented yet (issue 8)"
+level=INFO msg="cell end" n=2/2 cell=x status=skipped reason="scenario auth is not implemented yet"
 `
 	if buf.String() != want {
 		t.Errorf("plain output\n got %s\nwant %s", buf.String(), want)

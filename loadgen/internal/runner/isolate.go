@@ -23,8 +23,8 @@ import (
 // paused are unpaused; proxies found paused before the run are thawed first
 // (unpauseLeftovers).
 //
-// Where the freezer is refused (seen in sandboxed engines: "unable to
-// freeze"), the proxy is stopped instead and started again afterwards: a
+// Where the freezer is refused (some engines in restricted hosts answer "unable
+// to freeze"), the proxy is stopped instead and started again afterwards: a
 // cold start for it, but the measured proxy still runs alone.
 type isolation struct {
 	d       Docker

@@ -1,4 +1,4 @@
-// Package contract owns the origin contract (DESIGN.md §3, origins/README.md)
+// Package contract owns the origin contract (origins/README.md)
 // as code shared by the two Go origins, go (net/http) and fast (hand-rolled):
 // fixed bodies, limits, the path-parameter parser and its one-line reasons,
 // the canonical-path rule and the deterministic /bytes body. The node and

@@ -345,7 +345,7 @@ func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
 	}
 }
 
-// parity is the worker setting each proxy runs with (DESIGN §3).
+// parity is the worker setting each proxy runs with (docs/parity.md).
 var parity = map[string]string{"nginx": "worker_processes 2", "haproxy": "nbthread 2", "traefik": "GOMAXPROCS=2",
 	"caddy": "GOMAXPROCS=2", "custom": "user's image"}
 
