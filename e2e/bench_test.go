@@ -74,8 +74,9 @@ func TestQuickBenchReport(t *testing.T) {
 			}
 			// On 2 shared cores the loadgen, the proxy and the origin
 			// really do wait for one another's CPU: the loadgen's run
-			// delay and the host's CPU pressure say so (suspect, with the
-			// figures). Anything else is a finding the bench must not have.
+			// delay (or its own cgroup's CPU pressure) says so (suspect,
+			// with the figures). Anything else is a finding the bench
+			// must not have.
 			for _, f := range c.Validity.Flags {
 				scheduling := f.Code == "loadgen_bound" && f.Severity == "suspect" &&
 					(strings.Contains(f.Reason, "run delay") || strings.Contains(f.Reason, "PSI"))

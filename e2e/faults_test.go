@@ -104,35 +104,12 @@ func readManifest(t *testing.T, dir string) runManifest {
 	return m
 }
 
-// buildReport runs the reporter and returns report.json's cells by id.
+// buildReport runs the reporter and returns each cell's verdict by id.
 func buildReport(t *testing.T, results, run string) map[string]string {
 	t.Helper()
-	prom := os.Getenv("PROXYBENCH_PROM")
-	if prom == "" {
-		prom = "http://127.0.0.1:9090"
-	}
-	out, err := exec.Command(bin(t, "reporter"), "build", "-prom", prom, "-run", run, "-results", results).CombinedOutput()
-	if code := exitCode(err); code != 0 && code != 3 { // 3: report written, an SLO failed
-		t.Fatalf("reporter: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(filepath.Join(results, run, "report.json"))
-	if err != nil {
-		t.Fatalf("no report.json: %v", err)
-	}
-	var r struct {
-		Cells []struct {
-			ID       string `json:"id"`
-			Validity struct {
-				Verdict string `json:"verdict"`
-			} `json:"validity"`
-		} `json:"cells"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]string{}
-	for _, c := range r.Cells {
-		got[c.ID] = c.Validity.Verdict
+	for id, c := range reportCells(t, results, run) {
+		got[id] = c.Validity.Verdict
 	}
 	return got
 }
