@@ -285,11 +285,14 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 			c.LoadgenCPU.LagP99Seconds = report.Num(mc.LagP99S)
 		}
 	}
-	if mc.ProxyCPUSeconds != nil && c.ProxyRes.CPUSource != "cgroup_edges" {
-		c.SetProxyCPU(report.Num(*mc.ProxyCPUSeconds), "cgroup_edges")
+	if mc.ProxyCPUSeconds != nil && c.ProxyRes.CPUSource != report.ProxyCPUEdges {
+		c.SetProxyCPU(report.Num(*mc.ProxyCPUSeconds), report.ProxyCPUEdges)
 	}
 	if lg := mc.Loadgen; lg != nil {
 		mergeLoadgen(&c.LoadgenCPU, lg, c.DurationS)
+	}
+	takeLate := func() {
+		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest
 	}
 	if c.ServerSide {
 		// Prometheus's totals count every completion; take out the late ones
@@ -297,13 +300,13 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		if c.LateSource == "" && mc.Late > 0 {
 			collect.SplitLate(c.Codes, mc.LateCodes)
 			collect.SplitLate(c.ErrorReasons, mc.LateReasons)
-			c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, "manifest"
+			takeLate()
 			report.Classify(c)
 		}
 		return
 	}
 	if mc.Late > 0 {
-		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, "manifest"
+		takeLate()
 	}
 	c.Codes = map[string]int64{}
 	for k, v := range mc.Codes {
@@ -326,8 +329,8 @@ func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
 	if !l.LimitCores.Known() && m.CapacityCores > 0 {
 		l.LimitCores = report.Num(m.CapacityCores)
 	}
-	if l.Source != "process_edges" && d.Known() && d > 0 && m.CPUSeconds > 0 {
-		l.MeanCores, l.Source = report.Num(m.CPUSeconds)/d, "process_edges"
+	if l.Source != report.LoadgenCPUEdges && d.Known() && d > 0 && m.CPUSeconds > 0 {
+		l.MeanCores, l.Source = report.Num(m.CPUSeconds)/d, report.LoadgenCPUEdges
 	}
 	have := *l
 	periods, throttled := report.Num(m.Periods), report.Num(m.ThrottledPeriods)

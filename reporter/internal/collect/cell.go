@@ -117,15 +117,16 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	b.add("late_reason", counter("proxybench_request_errors_late_total", sel, "reason", traffic))
 	b.add("missed", counter("proxybench_open_loop_missed_total", sel, "", traffic))
 	b.add("capped", counter("proxybench_open_loop_capped_total", sel, "", traffic))
+	// The lag histogram has the latency histogram's flavour (same loadgen).
+	hist := classicHist
 	if kinds.LatencyNative {
+		hist = nativeHist
 		nh := nativeHist("proxybench_request_duration_seconds", sel, traffic)
 		for _, q := range quantiles {
 			b.add("lat_n_"+q.name, "histogram_quantile("+q.q+", "+nh+")")
 		}
 		b.add("lat_n_count", "histogram_count("+nh+")")
 		b.add("lat_n_sum", "histogram_sum("+nh+")")
-		// The lag histogram has the latency histogram's flavour (same loadgen).
-		b.add("lag_p99", "histogram_quantile(0.99, "+nativeHist("proxybench_open_loop_lag_seconds", sel, traffic)+")")
 	} else {
 		ch := classicHist("proxybench_request_duration_seconds", sel, traffic)
 		for _, q := range quantiles {
@@ -133,8 +134,8 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		}
 		b.add("lat_c_count", counter("proxybench_request_duration_seconds_count", sel, "", traffic))
 		b.add("lat_c_sum", counter("proxybench_request_duration_seconds_sum", sel, "", traffic))
-		b.add("lag_p99", "histogram_quantile(0.99, "+classicHist("proxybench_open_loop_lag_seconds", sel, traffic)+")")
 	}
+	b.add("lag_p99", "histogram_quantile(0.99, "+hist("proxybench_open_loop_lag_seconds", sel, traffic)+")")
 	b.add("wrong", counter("proxybench_wrong_origin_total", sel, "", traffic))
 	b.add("sched", counter("proxybench_open_loop_scheduled_total", sel, "", traffic))
 	b.add("sent", counter("proxybench_open_loop_sent_total", sel, "", traffic))
@@ -208,7 +209,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		}
 	}
 	if lateSeen > 0 {
-		cell.LateSource = "prometheus"
+		cell.LateSource = report.LateFromPrometheus
 	}
 	cell.Late = SplitLate(cell.Codes, lateCodes) + SplitLate(cell.ErrorReasons, lateReasons)
 	cell.LateCodes, cell.LateReasons = nonZero(lateCodes), nonZero(lateReasons)
@@ -259,20 +260,17 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	}
 	cell.ProxyRes = report.Resources{CPUMeanCores: report.NaN(), CPUPeakCores: report.NaN(),
 		MemMeanBytes: num("mem_mean"), MemPeakBytes: num("mem_peak"), MemSlopeMBPerMin: report.NaN()}
-	proxyCPU, proxySrc := num("cpu"), "cadvisor"
+	proxyCPU, proxySrc := num("cpu"), report.ProxyCPUCAdvisor
 	if w.ProxyCPUSeconds != nil {
-		proxyCPU, proxySrc = report.Num(*w.ProxyCPUSeconds), "cgroup_edges"
+		proxyCPU, proxySrc = report.Num(*w.ProxyCPUSeconds), report.ProxyCPUEdges
 	}
-	lgCPU, lgSrc := num("lg_cpu"), "process_cpu_seconds_total"
+	lgCPU, lgSrc := num("lg_cpu"), report.LoadgenCPUIncrease
 	if w.LoadgenCPUSeconds != nil {
-		lgCPU, lgSrc = report.Num(*w.LoadgenCPUSeconds), "process_edges"
+		lgCPU, lgSrc = report.Num(*w.LoadgenCPUSeconds), report.LoadgenCPUEdges
 	}
-	cell.LoadgenCPU = report.LoadgenCPU{PeakCores: report.NaN(), LimitCores: num("lg_limit"), ThrottledShare: report.NaN(),
-		RunDelayShare: report.NaN(), PressureShare: report.NaN(), LagP99Seconds: num("lag_p99")}
+	cell.LoadgenCPU = report.LoadgenCPU{MeanCores: perSec(lgCPU), PeakCores: report.NaN(), LimitCores: num("lg_limit"), LagP99Seconds: num("lag_p99")}
 	if lgCPU.Known() {
-		cell.LoadgenCPU.MeanCores, cell.LoadgenCPU.Source = perSec(lgCPU), lgSrc
-	} else {
-		cell.LoadgenCPU.MeanCores = report.NaN()
+		cell.LoadgenCPU.Source = lgSrc
 	}
 	cell.LoadgenCPU.SetShares(num("lg_periods"), num("lg_throttled"), num("lg_run_delay"), num("lg_pressure"), cell.DurationS)
 	if isGo {

@@ -62,34 +62,18 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 	if len(starts) == 0 {
 		return nil, fmt.Errorf("run %q: no proxybench_cell_window_start_timestamp_seconds series in Prometheus (is the run id right, and still in retention?)", run)
 	}
-	ends, err := get("proxybench_cell_window_end_timestamp_seconds")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
-	}
-	conc, err := get("proxybench_cell_concurrency")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
-	}
-	rate, err := get("proxybench_cell_target_rate_requests_per_second")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
-	}
-	failed, err := get("proxybench_cell_failed")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
-	}
-	// Published by newer loadgens only: absent is not an error.
-	drain, err := get("proxybench_cell_drain_end_timestamp_seconds")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
-	}
-	proxyCPU, err := get("proxybench_cell_proxy_cpu_seconds")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
-	}
-	lgCPU, err := get("proxybench_cell_loadgen_cpu_seconds")
-	if err != nil {
-		return nil, fmt.Errorf("discover cells: %w", err)
+	var ends, conc, rate, failed, drain, proxyCPU, lgCPU map[string]promapi.Sample
+	for _, q := range []struct {
+		metric string
+		dst    *map[string]promapi.Sample
+	}{{"proxybench_cell_window_end_timestamp_seconds", &ends}, {"proxybench_cell_concurrency", &conc},
+		{"proxybench_cell_target_rate_requests_per_second", &rate}, {"proxybench_cell_failed", &failed},
+		// Published by newer loadgens only: absent is not an error.
+		{"proxybench_cell_drain_end_timestamp_seconds", &drain}, {"proxybench_cell_proxy_cpu_seconds", &proxyCPU},
+		{"proxybench_cell_loadgen_cpu_seconds", &lgCPU}} {
+		if *q.dst, err = get(q.metric); err != nil {
+			return nil, fmt.Errorf("discover cells: %w", err)
+		}
 	}
 	out := make([]Window, 0, len(starts))
 	for id, s := range starts {

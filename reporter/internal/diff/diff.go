@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -306,13 +307,6 @@ func sides(r *report.Report, g map[string][]*report.Cell) map[string]Side {
 	out := map[string]Side{}
 	for k, cells := range g {
 		s := Side{Repeats: len(cells)}
-		seen := map[string]bool{}
-		add := func(reason string) {
-			if reason != "" && !seen[reason] {
-				seen[reason] = true
-				s.Reasons = append(s.Reasons, reason)
-			}
-		}
 		for _, c := range cells {
 			if c.Validity.Verdict != report.Invalid {
 				s.Valid++
@@ -320,18 +314,16 @@ func sides(r *report.Report, g map[string][]*report.Cell) map[string]Side {
 			}
 			failed := c.Failed
 			for _, f := range c.Validity.Flags {
-				failed = failed || f.Code == report.FlagFailed
+				switch {
+				case f.Code == report.FlagFailed:
+					failed = true
+					s.addReason(f.Reason)
+				case f.Severity == report.Invalid:
+					s.addReason(f.Code + ": " + f.Reason)
+				}
 			}
 			if failed {
 				s.Failed++
-			}
-			for _, f := range c.Validity.Flags {
-				switch {
-				case f.Code == report.FlagFailed:
-					add(f.Reason)
-				case f.Severity == report.Invalid:
-					add(f.Code + ": " + f.Reason)
-				}
 			}
 		}
 		out[k] = s
@@ -344,21 +336,17 @@ func sides(r *report.Report, g map[string][]*report.Cell) map[string]Side {
 		if reason == "" {
 			reason = "not run"
 		}
-		if !contains(s.Reasons, reason) {
-			s.Reasons = append(s.Reasons, reason)
-		}
+		s.addReason(reason)
 		out[k] = s
 	}
 	return out
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
+// addReason adds a reason once; empty says nothing and is left out.
+func (s *Side) addReason(reason string) {
+	if reason != "" && !slices.Contains(s.Reasons, reason) {
+		s.Reasons = append(s.Reasons, reason)
 	}
-	return false
 }
 
 // values are the metric over the key's repeats: valid repeats (all when

@@ -246,6 +246,13 @@ func repeatsTable(r *report.Report) *Table {
 	t := Table{Caption: "Spread across repeats (p99 latency and goodput)",
 		Header: []string{"cell", "repeats", "p99 median ms", "p99 mean ms [95 % CI]", "p99 CV", "goodput req/s median", "goodput req/s mean [95 % CI]", "goodput CV"},
 		Right:  []bool{false, true, true, true, true, true, true, true}}
+	ci := func(s report.Stat, f func(report.Num) string) string {
+		if !s.CILow.Known() {
+			return f(s.Mean) + " [n/a]"
+		}
+		return fmt.Sprintf("%s [%s, %s]", f(s.Mean), f(s.CILow), f(s.CIHigh))
+	}
+	rate := func(v report.Num) string { return fmtNum(v, 0) }
 	for _, g := range r.Groups {
 		if g.Repeats < 2 {
 			continue
@@ -255,16 +262,9 @@ func repeatsTable(r *report.Report) *Table {
 		if g.Invalid > 0 {
 			reps += " (" + invalidRepeats(&g) + ")"
 		}
-		ci := func(s report.Stat, f func(report.Num) string) string {
-			if !s.CILow.Known() {
-				return f(s.Mean) + " [n/a]"
-			}
-			return fmt.Sprintf("%s [%s, %s]", f(s.Mean), f(s.CILow), f(s.CIHigh))
-		}
-		rate := func(v report.Num) string { return fmtNum(v, 0) }
 		t.Rows = append(t.Rows, []Cell{txt(g.Key), txt(reps),
 			txt(fmtMs(p.Median)), txt(ci(p, fmtMs)), txt(fmtCV(p)),
-			txt(fmtNum(q.Median, 0)), txt(ci(q, rate)), txt(fmtCV(q))})
+			txt(rate(q.Median)), txt(ci(q, rate)), txt(fmtCV(q))})
 	}
 	if len(t.Rows) == 0 {
 		return nil

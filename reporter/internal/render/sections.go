@@ -151,7 +151,7 @@ func resourceSection(r *report.Report) Section {
 		l := c.LoadgenCPU
 		lg := fmtNum(l.MeanCores, 2) + " / " + fmtNum(l.PeakCores, 2) + " / " + fmtNum(l.LimitCores, 2)
 		cpu := fmtNum(c.ProxyRes.CPUMeanCores, 2)
-		if c.ProxyRes.CPUSource == "cgroup_edges" {
+		if c.ProxyRes.CPUSource == report.ProxyCPUEdges {
 			cpu += " (edges)"
 		}
 		t.Rows = append(t.Rows, []Cell{txt(cellName(c)), txt(cpu), txt(fmtNum(c.ProxyRes.CPUPeakCores, 2)),
@@ -260,7 +260,7 @@ func mean(xs []float64) float64 {
 
 func validitySection(r *report.Report) Section {
 	sec := Section{Title: "5. Validity"}
-	th := r.Thresholds
+	th, pct := r.Thresholds, report.Pct
 	sec.Text = append(sec.Text, fmt.Sprintf("Checks: loadgen-bound (invalid) when the loadgen's CPU mean ≥ %s or its 1-s peak ≥ %s of its capacity, its cgroup was throttled in > %s of periods, the open loop achieved < %s of the offered rate or missed > %s of its sends; "+
 		"loadgen-bound (suspect) when its run delay > %s of capacity, CPU pressure > %s or the open-loop send lag p99 > %s ms; "+
 		"SUT saturated (suspect) when > %s of open-loop sends waited for max in flight; error ratio > %s; statuses the scenario does not expect (5xx apart) > %s of responses (unexpected status); "+
@@ -368,6 +368,3 @@ func fmtLate(c *report.Cell) string {
 	}
 	return fmtInt(c.Late) + " (" + fmtPct(c.LateShare) + ")"
 }
-
-// pct renders a threshold share as a percentage.
-func pct(x float64) string { return fmt.Sprintf("%.4g %%", x*100) }

@@ -71,18 +71,17 @@ func BuildGroups(cells []Cell) []Group {
 				xs = append(xs, float64(v))
 			}
 			s := stats.Summarize(xs)
-			g.Metrics[m.Name] = Stat{N: s.N, Mean: atLeast(1, s.N, s.Mean), Median: atLeast(1, s.N, s.Median),
-				Stddev: atLeast(2, s.N, s.Stddev), CV: atLeast(2, s.N, s.CV), CILow: atLeast(2, s.N, s.CILow),
-				CIHigh: atLeast(2, s.N, s.CIHigh), Values: vals}
+			g.Metrics[m.Name] = Stat{N: s.N, Mean: orNaN(s.N, s.Mean), Median: orNaN(s.N, s.Median), Stddev: orNaN(s.N, s.Stddev),
+				CV: orNaN(s.N, s.CV), CILow: orNaN(s.N, s.CILow), CIHigh: orNaN(s.N, s.CIHigh), Values: vals}
 		}
 	}
 	return groups
 }
 
-// atLeast is v when the sample has at least min values, else unknown: a
-// spread of one value is not zero, it is not measured.
-func atLeast(min, n int, v float64) Num {
-	if n < min {
+// orNaN is v, unknown for an empty sample (stats.Summarize leaves its
+// fields zero). The spread of a single value is already NaN: not measured.
+func orNaN(n int, v float64) Num {
+	if n == 0 {
 		return NaN()
 	}
 	return Num(v)

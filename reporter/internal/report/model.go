@@ -133,7 +133,8 @@ type Cell struct {
 	Scrapes          int              `json:"scrapes"`
 
 	// Late completions: after the planned end, before DrainEnd. LateSource
-	// says where they were read ("prometheus", "manifest"; "" = none seen).
+	// says where they were read (LateFromPrometheus, LateFromManifest; "" =
+	// none seen).
 	Late        int64            `json:"late"`
 	LateShare   Num              `json:"late_share"` // late / (in-window attempts + late)
 	LateCodes   map[string]int64 `json:"late_codes,omitempty"`
@@ -154,6 +155,12 @@ type Cell struct {
 	// ScenarioData is the loadgen's scenario account (manifest), nil for simple.
 	ScenarioData *manifest.ScenarioData `json:"scenario_data,omitempty"`
 }
+
+// Where a cell's late completions were read (Cell.LateSource).
+const (
+	LateFromPrometheus = "prometheus"
+	LateFromManifest   = "manifest"
+)
 
 // Key identifies the cell across repeats and runs.
 func (c *Cell) Key() string { return c.Proxy + "." + c.Origin + "." + c.Scenario + "." + c.Tier }
@@ -195,11 +202,17 @@ type Exact struct {
 	Max  Num `json:"max"`
 }
 
+// Where CPU means were read (Resources.CPUSource, LoadgenCPU.Source).
+const (
+	ProxyCPUEdges      = "cgroup_edges"              // the proxy cgroup's usage counter read at the window's two edges, exact
+	ProxyCPUCAdvisor   = "cadvisor"                  // anchored increase of container_cpu_usage_seconds_total
+	LoadgenCPUEdges    = "process_edges"             // the loadgen process's CPU read at the window's edges
+	LoadgenCPUIncrease = "process_cpu_seconds_total" // anchored increase of process_cpu_seconds_total
+)
+
 // Resources of the proxy container.
 type Resources struct {
-	// CPUSource: "cgroup_edges" (the cgroup's usage counter read at the
-	// window's two edges, exact) or "cadvisor" (anchored increase of
-	// container_cpu_usage_seconds_total); "" when unknown.
+	// CPUSource: ProxyCPUEdges or ProxyCPUCAdvisor; "" when unknown.
 	CPUSource        string `json:"cpu_source"`
 	CPUMeanCores     Num    `json:"cpu_mean_cores"`
 	CPUPeakCores     Num    `json:"cpu_peak_cores"` // highest per-scrape rate
@@ -211,8 +224,7 @@ type Resources struct {
 // LoadgenCPU is the load generator's own CPU over the window and every
 // signal loadgen_bound reads (validity.go).
 type LoadgenCPU struct {
-	// Source of MeanCores: "process_edges" (the process's CPU read at the
-	// window's edges) or "process_cpu_seconds_total" (anchored increase).
+	// Source of MeanCores: LoadgenCPUEdges or LoadgenCPUIncrease.
 	Source         string `json:"source,omitempty"`
 	MeanCores      Num    `json:"mean_cores"`
 	PeakCores      Num    `json:"peak_cores"`      // highest 1-s rate

@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -117,7 +119,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	// A broken route already says it all; 5xx are failures, judged by errors.
 	if un := unexpectedNon5xx(c); !routeBroken && un.n > 0 && c.Requests > 0 && float64(un.n) > th.UnexpectedStatus*float64(c.Requests) {
 		add(FlagUnexpectedStatus, Invalid, "%s of %d (%.1f %%) responses are outside the expected %s (> %s): they are not the scenario's answers, so the cell does not measure it",
-			un.list, c.Requests, 100*float64(un.n)/float64(c.Requests), strings.Join(c.Expected, ", "), pct(th.UnexpectedStatus))
+			un.list, c.Requests, 100*float64(un.n)/float64(c.Requests), strings.Join(c.Expected, ", "), Pct(th.UnexpectedStatus))
 	}
 	if c.ServerSide && c.Requests+c.TransportErrors < th.MinRequests {
 		add(FlagTooFewSamples, Invalid, "%d attempts (< %d)", c.Requests+c.TransportErrors, th.MinRequests)
@@ -167,51 +169,57 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 // a proxy that could not take the offered rate (sut_saturated).
 func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a ...any)) {
 	lg := c.LoadgenCPU
-	capKnown := lg.LimitCores.Known() && lg.LimitCores > 0
-	if capKnown && lg.MeanCores.Known() && float64(lg.MeanCores) >= th.LoadgenCPUFraction*float64(lg.LimitCores) {
-		add(FlagLoadgenBound, Invalid, "loadgen CPU mean %.3g of %.3g cores of capacity (%.0f %%, >= %s): the load generator, not the proxy, may be the ceiling",
-			float64(lg.MeanCores), float64(lg.LimitCores), 100*float64(lg.MeanCores/lg.LimitCores), pct(th.LoadgenCPUFraction))
+	// A share of the loadgen's above its threshold: the format takes the
+	// share and the threshold in percent.
+	share := func(v Num, limit float64, sev, format string) {
+		if v.Known() && float64(v) > limit {
+			add(FlagLoadgenBound, sev, format, 100*float64(v), Pct(limit))
+		}
 	}
-	if capKnown && lg.PeakCores.Known() && float64(lg.PeakCores) >= th.LoadgenCPUPeakFraction*float64(lg.LimitCores) {
-		add(FlagLoadgenBound, Invalid, "loadgen CPU 1-s peak %.3g of %.3g cores of capacity (%.0f %%, >= %s): the load generator ran out of CPU for at least a second",
-			float64(lg.PeakCores), float64(lg.LimitCores), 100*float64(lg.PeakCores/lg.LimitCores), pct(th.LoadgenCPUPeakFraction))
+	if lg.LimitCores.Known() && lg.LimitCores > 0 {
+		for _, u := range []struct {
+			what  string
+			cores Num
+			frac  float64
+			why   string
+		}{{"mean", lg.MeanCores, th.LoadgenCPUFraction, "the load generator, not the proxy, may be the ceiling"},
+			{"1-s peak", lg.PeakCores, th.LoadgenCPUPeakFraction, "the load generator ran out of CPU for at least a second"}} {
+			if u.cores.Known() && float64(u.cores) >= u.frac*float64(lg.LimitCores) {
+				add(FlagLoadgenBound, Invalid, "loadgen CPU %s %.3g of %.3g cores of capacity (%.0f %%, >= %s): %s",
+					u.what, float64(u.cores), float64(lg.LimitCores), 100*float64(u.cores/lg.LimitCores), Pct(u.frac), u.why)
+			}
+		}
 	}
-	if lg.ThrottledShare.Known() && float64(lg.ThrottledShare) > th.LoadgenThrottledShare {
-		add(FlagLoadgenBound, Invalid, "loadgen cgroup throttled in %.1f %% of its CPU periods (> %s): its CPU quota stalled it",
-			100*float64(lg.ThrottledShare), pct(th.LoadgenThrottledShare))
-	}
+	share(lg.ThrottledShare, th.LoadgenThrottledShare, Invalid, "loadgen cgroup throttled in %.1f %% of its CPU periods (> %s): its CPU quota stalled it")
 	capped := c.Capped.Known() && c.Sent > 0 && float64(c.Capped) > th.CappedShare*float64(c.Sent)
 	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 && c.DurationS.Known() && c.DurationS > 0 {
 		achieved := float64(c.Requests+c.TransportErrors) / float64(c.DurationS)
 		if achieved < th.OpenLoopAchieved*float64(c.TargetRateRPS) && !capped {
 			add(FlagLoadgenBound, Invalid, "open loop achieved %.1f of %.1f offered req/s (%.1f %%, < %s)",
-				achieved, float64(c.TargetRateRPS), 100*achieved/float64(c.TargetRateRPS), pct(th.OpenLoopAchieved))
+				achieved, float64(c.TargetRateRPS), 100*achieved/float64(c.TargetRateRPS), Pct(th.OpenLoopAchieved))
 		}
 	}
 	if c.Missed.Known() && c.Scheduled > 0 && float64(c.Missed) > th.OpenLoopMissed*float64(c.Scheduled) && !capped {
 		add(FlagLoadgenBound, Invalid, "open loop missed %d of %d scheduled sends (%.1f %%, > %s): they were due inside the window and never sent",
-			int64(c.Missed), c.Scheduled, 100*float64(c.Missed)/float64(c.Scheduled), pct(th.OpenLoopMissed))
+			int64(c.Missed), c.Scheduled, 100*float64(c.Missed)/float64(c.Scheduled), Pct(th.OpenLoopMissed))
 	}
-	if lg.RunDelayShare.Known() && float64(lg.RunDelayShare) > th.LoadgenRunDelayShare {
-		add(FlagLoadgenBound, Suspect, "loadgen threads waited for a CPU %.1f %% of the window's capacity (run delay, > %s): its sends may be late",
-			100*float64(lg.RunDelayShare), pct(th.LoadgenRunDelayShare))
-	}
-	if lg.PressureShare.Known() && float64(lg.PressureShare) > th.LoadgenPressureShare {
-		add(FlagLoadgenBound, Suspect, "CPU pressure (PSI some, of the loadgen's cgroup or the whole host) %.1f %% of the window (> %s): tasks waited for a CPU",
-			100*float64(lg.PressureShare), pct(th.LoadgenPressureShare))
-	}
+	share(lg.RunDelayShare, th.LoadgenRunDelayShare, Suspect,
+		"loadgen threads waited for a CPU %.1f %% of the window's capacity (run delay, > %s): its sends may be late")
+	share(lg.PressureShare, th.LoadgenPressureShare, Suspect,
+		"CPU pressure (PSI some, of the loadgen's cgroup or the whole host) %.1f %% of the window (> %s): tasks waited for a CPU")
 	if lg.LagP99Seconds.Known() && float64(lg.LagP99Seconds) > th.OpenLoopLagP99 {
 		add(FlagLoadgenBound, Suspect, "open-loop send lag p99 %.3g ms (> %.3g ms): the loadgen's own timers or CPU delayed its sends",
 			1e3*float64(lg.LagP99Seconds), 1e3*th.OpenLoopLagP99)
 	}
 	if capped {
 		add(FlagSUTSaturated, Suspect, "max in flight (%d) was reached for %.1f %% of sends (%d of %d, > %s): the proxy could not take the offered rate; latency includes the wait (coordinated omission corrected)",
-			c.Concurrency, 100*float64(c.Capped)/float64(c.Sent), int64(c.Capped), c.Sent, pct(th.CappedShare))
+			c.Concurrency, 100*float64(c.Capped)/float64(c.Sent), int64(c.Capped), c.Sent, Pct(th.CappedShare))
 	}
 }
 
-// pct renders a share as a percentage without trailing zeros.
-func pct(x float64) string { return fmt.Sprintf("%.4g %%", 100*x) }
+// Pct renders a share as a percentage without trailing zeros, as the flag
+// reasons and the report's list of checks state thresholds.
+func Pct(x float64) string { return fmt.Sprintf("%.4g %%", 100*x) }
 
 func errorBreakdown(c *Cell) string {
 	return fmt.Sprintf("5xx %d, 4xx %d, transport %d", c.Classes.S5xx, c.Classes.S4xx, c.Classes.Transport)
@@ -221,7 +229,7 @@ func errorBreakdown(c *Cell) string {
 func dominantUnexpected(codes map[string]int64, exp []string) (string, int64) {
 	var best string
 	var n int64
-	for _, k := range sortedCodes(codes) {
+	for _, k := range slices.Sorted(maps.Keys(codes)) {
 		if scenario.Matches(k, exp) {
 			continue
 		}
@@ -242,7 +250,7 @@ type unexpectedList struct {
 func unexpectedNon5xx(c *Cell) unexpectedList {
 	var out unexpectedList
 	var ks []string
-	for _, k := range sortedCodes(c.Codes) {
+	for _, k := range slices.Sorted(maps.Keys(c.Codes)) {
 		if !scenario.Matches(k, c.Expected) && !strings.HasPrefix(k, "5") && c.Codes[k] > 0 {
 			ks = append(ks, k)
 			out.n += c.Codes[k]
@@ -255,15 +263,6 @@ func unexpectedNon5xx(c *Cell) unexpectedList {
 	}
 	out.list = strings.Join(parts, ", ")
 	return out
-}
-
-func sortedCodes(codes map[string]int64) []string {
-	keys := make([]string, 0, len(codes))
-	for k := range codes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Classify fills the outcome classes and the derived ratios and rates from

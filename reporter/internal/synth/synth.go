@@ -354,45 +354,49 @@ func (r *Run) OpenMetrics() []byte {
 			open[k] = true
 		}
 	}
-	// Counter of a traffic label set: cumulative over its cells, f counted
-	// across the window, late after it until the drain ends.
-	cumLate := func(cells []*Cell, t time.Time, f, late func(*Cell) float64) (float64, bool) {
+	// Counter of a traffic label set: cumulative over its cells, each part's
+	// count n(c) done as far as share(c, t) says; born once a non-zero part
+	// has begun.
+	type part struct {
+		n     func(*Cell) float64
+		share func(*Cell, time.Time) float64
+	}
+	cum := func(cells []*Cell, t time.Time, parts ...part) (float64, bool) {
 		v, born := 0.0, false
 		for _, c := range cells {
-			if x := f(c); x != 0 {
-				fr := frac(c, t)
-				born = born || fr > 0
-				v += math.Floor(x * fr)
-			}
-			if x := late(c); x != 0 {
-				fr := lateFrac(c, t)
-				born = born || fr > 0
-				v += math.Floor(x * fr)
+			for _, p := range parts {
+				if x := p.n(c); x != 0 {
+					fr := p.share(c, t)
+					born = born || fr > 0
+					v += math.Floor(x * fr)
+				}
 			}
 		}
 		return v, born
 	}
-	none := func(*Cell) float64 { return 0 }
-	cum := func(cells []*Cell, t time.Time, f func(*Cell) float64) (float64, bool) {
-		return cumLate(cells, t, f, none)
-	}
-	// requests_total: code 200 exists from the start of the run (0 before its
-	// first cell); other codes are born when first counted.
-	b.WriteString("# TYPE proxybench_requests counter\n")
-	for _, k := range keys {
+	// The codes any of the cells answered in the maps of, sorted.
+	codesOf := func(cells []*Cell, of ...func(*Cell) map[string]int64) []string {
 		codes := map[string]bool{}
-		for _, c := range byKey[k] {
-			for code := range c.Codes {
-				codes[code] = true
-			}
-			for code := range c.LateCodes {
-				codes[code] = true
+		for _, c := range cells {
+			for _, m := range of {
+				for code := range m(c) {
+					codes[code] = true
+				}
 			}
 		}
-		for _, code := range sortedKeys(codes) {
+		return sortedKeys(codes)
+	}
+	inWindow := func(c *Cell) map[string]int64 { return c.Codes }
+	late := func(c *Cell) map[string]int64 { return c.LateCodes }
+	// requests_total counts every completion, late ones until the drain
+	// ends: code 200 exists from the start of the run (0 before its first
+	// cell); other codes are born when first counted.
+	b.WriteString("# TYPE proxybench_requests counter\n")
+	for _, k := range keys {
+		for _, code := range codesOf(byKey[k], inWindow, late) {
 			for _, t := range ts {
-				v, born := cumLate(byKey[k], t, func(c *Cell) float64 { return float64(c.Codes[code]) },
-					func(c *Cell) float64 { return float64(c.LateCodes[code]) })
+				v, born := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.Codes[code]) }, frac},
+					part{func(c *Cell) float64 { return float64(c.LateCodes[code]) }, lateFrac})
 				if code != "200" && (!born || v == 0) {
 					continue
 				}
@@ -403,15 +407,9 @@ func (r *Run) OpenMetrics() []byte {
 	// Late completions: a series is born with its first late response.
 	b.WriteString("# TYPE proxybench_requests_late counter\n")
 	for _, k := range keys {
-		codes := map[string]bool{}
-		for _, c := range byKey[k] {
-			for code := range c.LateCodes {
-				codes[code] = true
-			}
-		}
-		for _, code := range sortedKeys(codes) {
+		for _, code := range codesOf(byKey[k], late) {
 			for _, t := range ts {
-				v, born := cumLate(byKey[k], t, none, func(c *Cell) float64 { return float64(c.LateCodes[code]) })
+				v, born := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.LateCodes[code]) }, lateFrac})
 				if born && v > 0 {
 					w("proxybench_requests_late_total", k+`,code="`+code+`"`, v, t)
 				}
@@ -420,29 +418,26 @@ func (r *Run) OpenMetrics() []byte {
 	}
 	// Open loop: scheduled, sent and capped grow across the window; missed
 	// is added at its end.
+	ended := func(c *Cell, t time.Time) float64 {
+		if t.Before(c.End) {
+			return 0
+		}
+		return 1
+	}
 	for _, m := range []struct {
 		name string
-		f    func(*Cell) float64
-	}{{"proxybench_open_loop_scheduled", func(c *Cell) float64 { return float64(c.Scheduled) }},
-		{"proxybench_open_loop_sent", func(c *Cell) float64 { return float64(c.Sent) }},
-		{"proxybench_open_loop_capped", func(c *Cell) float64 { return float64(c.Capped) }},
-		{"proxybench_open_loop_missed", nil}} {
+		p    part
+	}{{"proxybench_open_loop_scheduled", part{func(c *Cell) float64 { return float64(c.Scheduled) }, frac}},
+		{"proxybench_open_loop_sent", part{func(c *Cell) float64 { return float64(c.Sent) }, frac}},
+		{"proxybench_open_loop_capped", part{func(c *Cell) float64 { return float64(c.Capped) }, frac}},
+		{"proxybench_open_loop_missed", part{func(c *Cell) float64 { return float64(c.Missed) }, ended}}} {
 		fmt.Fprintf(&b, "# TYPE %s counter\n", m.name)
 		for _, k := range keys {
 			if !open[k] {
 				continue
 			}
 			for _, t := range ts {
-				var v float64
-				if m.f != nil {
-					v, _ = cum(byKey[k], t, m.f)
-				} else {
-					for _, c := range byKey[k] {
-						if !t.Before(c.End) {
-							v += float64(c.Missed)
-						}
-					}
-				}
+				v, _ := cum(byKey[k], t, m.p)
 				w(m.name+"_total", k, v, t)
 			}
 		}
@@ -451,7 +446,7 @@ func (r *Run) OpenMetrics() []byte {
 	for _, k := range keys {
 		for _, reason := range []string{"timeout"} {
 			for _, t := range ts {
-				v, _ := cum(byKey[k], t, func(c *Cell) float64 { return float64(c.Reasons[reason]) })
+				v, _ := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.Reasons[reason]) }, frac})
 				w("proxybench_request_errors_total", k+`,reason="`+reason+`"`, v, t)
 			}
 		}
@@ -459,7 +454,7 @@ func (r *Run) OpenMetrics() []byte {
 	b.WriteString("# TYPE proxybench_wrong_origin counter\n")
 	for _, k := range keys {
 		for _, t := range ts {
-			v, _ := cum(byKey[k], t, func(c *Cell) float64 { return float64(c.WrongOrigin) })
+			v, _ := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.WrongOrigin) }, frac})
 			w("proxybench_wrong_origin_total", k, v, t)
 		}
 	}
