@@ -50,7 +50,7 @@ type Group struct {
 	cpu, cpuTop  string // dir of cpu.stat and the quota; the mount point above it
 	acct         string // dir of the usage counter (v1 cpuacct; v2 = cpu)
 	unified      string // v2 group dir (also on a hybrid v1 host) for cpu.pressure; "" none
-	unifiedPath  string // its path as /proc/<pid>/cgroup names it ("/" = the root group)
+	ownPressure  bool   // unified is not the root group and has a cpu.pressure
 	procPressure string // /proc/pressure/cpu
 }
 
@@ -94,9 +94,11 @@ func (f FS) Find(pid int) (*Group, error) {
 		}
 	}
 	g := &Group{procPressure: filepath.Join(f.proc(), "pressure", "cpu")}
+	var v2Top string
 	if hasV2 {
-		if dir, _, ok := f.locate(mounts, "cgroup2", "", v2); ok {
-			g.unified, g.unifiedPath = dir, v2
+		if dir, top, ok := f.locate(mounts, "cgroup2", "", v2); ok {
+			g.unified, v2Top = dir, top
+			g.ownPressure = v2 != "/" && fileExists(filepath.Join(dir, "cpu.pressure"))
 		}
 	}
 	if p, ok := v1["cpu"]; ok {
@@ -113,8 +115,7 @@ func (f FS) Find(pid int) (*Group, error) {
 		}
 	}
 	if g.unified != "" {
-		_, top, _ := f.locate(mounts, "cgroup2", "", v2)
-		g.Version, g.Path, g.cpu, g.cpuTop, g.acct = 2, v2, g.unified, top, g.unified
+		g.Version, g.Path, g.cpu, g.cpuTop, g.acct = 2, v2, g.unified, v2Top, g.unified
 		return g, nil
 	}
 	return nil, fmt.Errorf("no mounted CPU cgroup for process %s (%s lists %q; %s has no matching cgroup mount): mount /sys/fs/cgroup, or in a container bind-mount the host's read-only",
@@ -131,15 +132,15 @@ func parseMountinfo(b []byte) ([]mount, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
 		sep := -1
 		for i := 6; i < len(f); i++ {
 			if f[i] == "-" {
 				sep = i
 				break
 			}
-		}
-		if len(f) == 0 {
-			continue
 		}
 		if sep < 0 || sep+2 >= len(f) {
 			return nil, fmt.Errorf("malformed line %q", sc.Text())
@@ -376,10 +377,9 @@ func (g *Group) Pressure() (time.Duration, error) {
 
 // OwnPressure says whether Pressure reads the group's own cpu.pressure: a
 // cgroup v2 group other than the root. Otherwise it reads the whole host's
-// pressure, which any busy task raises, not only this group's.
-func (g *Group) OwnPressure() bool {
-	return g.unified != "" && g.unifiedPath != "/" && fileExists(filepath.Join(g.unified, "cpu.pressure"))
-}
+// pressure, which any busy task raises, not only this group's. Find decides
+// it, once.
+func (g *Group) OwnPressure() bool { return g.ownPressure }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 

@@ -316,7 +316,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		r.send(d, rec, now, now, !now.Before(r.start), false)
+		r.send(d, rec, now, now, !now.Before(r.start), nil)
 	}
 }
 
@@ -346,7 +346,7 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		due := r.t0.Add(at)
 		now := r.a.now()
 		from := due
-		capped := false
+		waited := false
 		if wait := due.Sub(now); wait > 0 {
 			r.idle.Add(1)
 			timer.Reset(wait)
@@ -361,35 +361,31 @@ func (r *run) openWorker(ctx context.Context, id int) {
 			// the loadgen's timer waking late (reported as lag), not the
 			// target holding us back, so latency starts at the actual send.
 			now = r.a.now()
-			from = now
-		} else {
-			// Claimed after its due time: the target held us back when
-			// no worker was free and the pool may not grow; otherwise the
-			// loadgen itself was late.
-			capped = r.idle.Load() == 0 && r.workers.Load() >= int64(r.maxWorkers)
+			from, waited = now, true
 		}
+		noneIdle := r.idle.Load() == 0
+		// Claimed after its due time (no wait) is capped when no worker
+		// was free and the pool may not grow: the target held us back.
+		// Otherwise the loadgen itself was late.
+		o := openSend{lag: now.Sub(due), capped: !waited && noneIdle && r.workers.Load() >= int64(r.maxWorkers)}
 		if !now.Before(r.end()) {
 			return
 		}
-		if r.idle.Load() == 0 {
+		if noneIdle {
 			r.spawn(ctx, r.openWorker)
 		}
-		measured := !due.Before(r.start)
-		lag := now.Sub(due)
 		r.rm.sent.Inc()
-		if capped {
+		if o.capped {
 			r.rm.capped.Inc()
 		} else {
-			r.rm.lag.Observe(lag.Seconds())
+			r.rm.lag.Observe(o.lag.Seconds())
 		}
-		if measured {
-			rec.sendOpen(lag, capped)
-		}
-		r.send(d, rec, now, from, measured, true)
+		r.send(d, rec, now, from, !due.Before(r.start), &o)
 	}
 }
 
-func (r *run) send(d doer, rec *recorder, sent, from time.Time, measured, open bool) {
+// send does one request; open is the open loop's send, nil in closed loop.
+func (r *run) send(d doer, rec *recorder, sent, from time.Time, measured bool, open *openSend) {
 	rec.inFlight.Add(1)
 	res, err := d.do(sent.Add(r.s.Timeout))
 	done := r.a.now()

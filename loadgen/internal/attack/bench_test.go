@@ -3,6 +3,8 @@ package attack
 import (
 	"testing"
 	"time"
+
+	"proxybench/loadgen/internal/selfcpu"
 )
 
 // BenchmarkRequest is the hot path of a closed-loop worker: send, read and
@@ -32,7 +34,7 @@ func BenchmarkRequest(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				now := time.Now()
-				r.send(d, rec, now, now, true, false)
+				r.send(d, rec, now, now, true, nil)
 			}
 			b.StopTimer()
 			if rec.errors != 0 {
@@ -52,7 +54,7 @@ func BenchmarkRecord(b *testing.B) {
 	done := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, false, false)
+		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, nil, false)
 	}
 }
 
@@ -102,9 +104,9 @@ func BenchmarkClosedLoop(b *testing.B) {
 			var cpu time.Duration
 			var wall time.Duration
 			for b.Loop() {
-				c0 := processCPU()
+				c0 := selfcpu.ProcessCPU()
 				res := mustRun(b, a, Spec{URL: srv.URL + "/", Mode: Closed, Concurrency: 50, Duration: time.Second})
-				cpu += processCPU() - c0
+				cpu += selfcpu.ProcessCPU() - c0
 				reqs += res.Requests
 				wall += res.End.Sub(res.Start)
 			}

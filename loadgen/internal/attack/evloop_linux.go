@@ -307,7 +307,7 @@ func (l *evLoop) read(i int, c *evConn) {
 // complete records a response and sends the next request at once.
 func (l *evLoop) complete(i int, c *evConn) {
 	done := l.r.a.now()
-	l.rec.record(l.r.rm, done, done.Sub(c.sent), c.p.resp, nil, c.measured, false, done.After(l.r.end()))
+	l.rec.record(l.r.rm, done, done.Sub(c.sent), c.p.resp, nil, c.measured, nil, done.After(l.r.end()))
 	if !c.p.keep || l.req.closeConn {
 		l.closeConn(c)
 	} else {
@@ -328,7 +328,7 @@ func (l *evLoop) fail(i int, c *evConn, err error, now time.Time) {
 		l.start(i, c, now)
 		return
 	}
-	l.rec.record(l.r.rm, now, now.Sub(c.sent), response{}, err, c.measured, false, now.After(l.r.end()))
+	l.rec.record(l.r.rm, now, now.Sub(c.sent), response{}, err, c.measured, nil, now.After(l.r.end()))
 	// Not l.next: a failure that happens at once (a refused connect) would
 	// recurse once per request until the end of the run.
 	c.state = evQueued

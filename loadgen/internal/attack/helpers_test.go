@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 )
 
 // counted is a real HTTP server that counts the requests it handled.
@@ -77,4 +79,32 @@ func tryThrice(t *testing.T, try func() string) {
 		why = append(why, w)
 	}
 	t.Errorf("in three tries: %s", strings.Join(why, "; "))
+}
+
+// gather renders reg in the text format.
+func gather(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
+
+// grep keeps the lines of text that contain sub.
+func grep(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -68,12 +68,13 @@ func kneeWhy(res *Result, o KneeOptions) string {
 		return fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio)
 	case p99 > o.P99:
 		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
-	case float64(res.Sent) < 0.99*float64(res.Scheduled) && 100*res.Capped > res.Sent:
-		// More than 1 % of the sends waited for a free connection: the
-		// target is saturated (a few capped sends at the start are only
-		// the pool connecting).
-		return fmt.Sprintf("sent %d of %d scheduled: max in flight reached (capped %d)", res.Sent, res.Scheduled, res.Capped)
 	case float64(res.Sent) < 0.99*float64(res.Scheduled):
+		if 100*res.Capped > res.Sent {
+			// More than 1 % of the sends waited for a free connection: the
+			// target is saturated (a few capped sends at the start are only
+			// the pool connecting).
+			return fmt.Sprintf("sent %d of %d scheduled: max in flight reached (capped %d)", res.Sent, res.Scheduled, res.Capped)
+		}
 		return fmt.Sprintf("sent %d of %d scheduled: the loadgen could not keep up (missed %d, lag p99 %v)",
 			res.Sent, res.Scheduled, res.Missed, res.LagP99)
 	}

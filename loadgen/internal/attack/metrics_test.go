@@ -1,7 +1,6 @@
 package attack
 
 import (
-	"bytes"
 	"math"
 	"net/http"
 	"proxybench/internal/promcheck"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 )
 
 // nativeBucket returns the bounds of the native bucket holding quantile q,
@@ -104,13 +102,7 @@ func TestMetricsCountEverything(t *testing.T) {
 	a, reg := newAttacker(t)
 	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 500, Warmup: 200 * time.Millisecond, Duration: 400 * time.Millisecond,
 		ExpectOrigin: "fast", Labels: Labels{"caddy", "fast", "simple"}})
-	var buf bytes.Buffer
-	mfs, _ := reg.Gather()
-	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		enc.Encode(mf)
-	}
-	text := buf.String()
+	text := gather(t, reg)
 	// Prometheus sees warm-up too: 300 scheduled in all, the warm-up's 100
 	// sent and the window's sent (all but what a starved loadgen missed at
 	// the end: the missed counter says how many), late ones included.

@@ -186,7 +186,7 @@ func (r *run) result() *Result {
 		if rec.drainEnd.After(res.DrainEnd) {
 			res.DrainEnd = rec.drainEnd
 		}
-		if lag != nil && rec.lag != nil {
+		if lag != nil { // and so rec.lag: both kept in open loop only
 			lag.Merge(rec.lag)
 		}
 	}

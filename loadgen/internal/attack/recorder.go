@@ -69,33 +69,35 @@ func newRecorder(open bool) *recorder {
 	return r
 }
 
-// sendOpen accounts an open-loop send of the window: lag is actual minus
+// openSend is how an open-loop request was sent: lag is actual minus
 // intended send time, capped says it waited because max in flight was
 // reached (then its lag is the target's doing and stays out of LagP99).
-func (r *recorder) sendOpen(lag time.Duration, capped bool) {
-	r.mu.Lock()
-	if capped {
-		r.capped++
-	} else {
-		r.lag.RecordValue(clampUs(lag)) //nolint:errcheck // clamped into range
-	}
-	r.mu.Unlock()
+type openSend struct {
+	lag    time.Duration
+	capped bool
 }
 
 // record accounts one finished request; latency is from the (intended) send.
 // measured says whether the request was due (open loop) or sent (closed
 // loop) at or after the window start; warm-up requests only reach Prometheus.
-// late says it completed after the window's end: it is then counted apart
-// (Late), and its latency still goes into the window's histogram.
-func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, measured, open, late bool) {
+// open is the open loop's send (nil in closed loop): a measured one counts
+// as sent, and as capped or in the lag. late says it completed after the
+// window's end: it is then counted apart (Late), and its latency still goes
+// into the window's histogram.
+func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, measured bool, open *openSend, late bool) {
 	us := clampUs(latency)
 	var reason errReason
 	if err != nil {
 		reason = classify(err)
 	}
 	r.mu.Lock()
-	if measured && open {
+	if measured && open != nil {
 		r.sent++
+		if open.capped {
+			r.capped++
+		} else {
+			r.lag.RecordValue(clampUs(open.lag)) //nolint:errcheck // clamped into range
+		}
 	}
 	r.interval.RecordValue(us) //nolint:errcheck // clamped into range above
 	var ctr prometheus.Counter

@@ -1,7 +1,6 @@
 package attack
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 )
 
 // stamped is a real HTTP server that notes when it finished each request
@@ -151,23 +147,6 @@ func TestStallAtTheEndIsLateNotALongerWindow(t *testing.T) {
 	}
 }
 
-// gather renders reg in the text format.
-func gather(t *testing.T, reg *prometheus.Registry) string {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.String()
-}
-
 // 300/s offered to a server that takes 20 ms per request over 2
 // connections (at most 100/s): the sends wait for a free connection
 // (capped, kept out of the lag), the window's end stops them, and what was
@@ -269,16 +248,6 @@ func TestSharedGaugesSumConcurrentAttacks(t *testing.T) {
 			t.Errorf("after both ended, want %q in\n%s", want, grep(text, sel))
 		}
 	}
-}
-
-func grep(text, sub string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // A target slower than the offered rate, behind 2 connections: the knee's

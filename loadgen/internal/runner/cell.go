@@ -19,15 +19,15 @@ import (
 // is gone, so its remaining cells are skipped.
 func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.Container) (mc manifest.Cell, died string) {
 	mc = base(c)
+	lb := r.labels(c)
 	spec, err := r.spec(c)
 	if err != nil {
 		mc.Status, mc.Reason = manifest.CellFailed, err.Error()
 		mc.Start, mc.End = r.Clock.Now(), r.Clock.Now()
-		r.Cells.End(r.labels(c), mc.Start, mc.End, true)
-		r.Cells.Used(r.labels(c), mc.End, cellmetrics.Usage{})
+		r.Cells.End(lb, mc.Start, mc.End, true)
+		r.Cells.Used(lb, mc.End, cellmetrics.Usage{})
 		return mc, ""
 	}
-	lb := r.labels(c)
 	began := r.Clock.Now()
 	gap := time.Duration(0)
 	if spec.Warmup > 0 {

@@ -14,16 +14,16 @@ import (
 
 // edges reads the CPU counters at a cell's two window edges: the loadgen's
 // own (selfcpu) and the proxy container's cgroup usage. The engine calls
-// on at each edge of every attack it runs; a mix runs one attack per
-// variant, so only the first call of each edge reads.
+// on at each edge of the attack (a mix's variants are joined into one pair
+// by joinEdges); only the first call of each edge reads, any repeat is
+// ignored.
 type edges struct {
 	self  *selfcpu.Collector
 	proxy *cgroup.Group // nil: the proxy's CPU is not read
 	log   *slog.Logger
 
-	once [2]sync.Once // start, end
-	mu   sync.Mutex
-	read [2]edgeRead
+	mu   sync.Mutex  // held while an edge reads: a concurrent call waits, then skips
+	read [2]edgeRead // start, end
 }
 
 type edgeRead struct {
@@ -59,15 +59,16 @@ func (e *edges) on(end bool, _ time.Time) {
 	if end {
 		i = 1
 	}
-	e.once[i].Do(func() {
-		r := edgeRead{done: true, self: e.self.Snapshot()}
-		if e.proxy != nil {
-			r.proxy, r.proxyErr = e.proxy.Usage()
-		}
-		e.mu.Lock()
-		e.read[i] = r
-		e.mu.Unlock()
-	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &e.read[i]
+	if r.done {
+		return
+	}
+	r.done, r.self = true, e.self.Snapshot()
+	if e.proxy != nil {
+		r.proxy, r.proxyErr = e.proxy.Usage()
+	}
 }
 
 // record puts the window's CPU use into the manifest cell: nothing when

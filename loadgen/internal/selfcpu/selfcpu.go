@@ -34,10 +34,8 @@ const (
 
 // Collector is a prometheus.Collector of the loadgen's own CPU series.
 type Collector struct {
-	cg     *cgroup.Group // nil when the loadgen's cgroup cannot be found
-	fs     cgroup.FS
-	procFS string // /proc, for the threads' schedstat
-	log    *slog.Logger
+	cg  *cgroup.Group // nil when the loadgen's cgroup cannot be found
+	log *slog.Logger
 
 	mu       sync.Mutex
 	delay    runDelay
@@ -60,7 +58,7 @@ func New(log *slog.Logger) *Collector {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{log: log, procFS: "/proc", warned: map[string]bool{}, delay: runDelay{last: map[int]int64{}}}
+	c := &Collector{log: log, warned: map[string]bool{}, delay: runDelay{last: map[int]int64{}}}
 	cg, err := cgroup.Self()
 	if err != nil {
 		log.Warn("loadgen cgroup not found: its CPU quota and throttling are not known", "err", err)
@@ -104,7 +102,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.thrPer, prometheus.CounterValue, float64(s.ThrottledPeriods))
 	ch <- prometheus.MustNewConstMetric(c.thrSec, prometheus.CounterValue, s.Throttled.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.runDelay, prometheus.CounterValue, s.RunDelay.Seconds())
-	if c.hasPSI && s.HasPressure {
+	if s.HasPressure {
 		ch <- prometheus.MustNewConstMetric(c.pressure, prometheus.CounterValue, s.Pressure.Seconds(), s.PressureScope)
 	}
 }
@@ -156,11 +154,7 @@ type Snapshot struct {
 
 // Snapshot reads everything now. It is safe for concurrent use.
 func (c *Collector) Snapshot() Snapshot {
-	s := Snapshot{At: time.Now()}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		s.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	s := Snapshot{At: time.Now(), CPU: ProcessCPU()}
 	s.CapacityCores, s.CapacitySource = c.Capacity()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -175,7 +169,7 @@ func (c *Collector) Snapshot() Snapshot {
 		}
 	}
 	s.Periods, s.ThrottledPeriods, s.Throttled = c.thr.Periods, c.thr.Throttled, c.thr.ThrottledTime
-	if err := c.delay.read(filepath.Join(c.procFS, "self", "task")); err != nil {
+	if err := c.delay.read("/proc/self/task"); err != nil {
 		c.warnOnceLocked("schedstat", "cannot read the loadgen's run delay", err)
 	}
 	s.RunDelay = c.delay.total()
@@ -198,7 +192,17 @@ func (c *Collector) readPressure() (time.Duration, error) {
 	if c.cg != nil {
 		return c.cg.Pressure()
 	}
-	return c.fs.SystemPressure()
+	return cgroup.FS{}.SystemPressure()
+}
+
+// ProcessCPU is the process's user + system CPU so far (getrusage
+// RUSAGE_SELF); 0 when it cannot be read.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Since is the loadgen's CPU account from start to s (s the later one).
