@@ -115,3 +115,43 @@ func BenchmarkClosedLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpenLoopSchedule is how much of its schedule the open loop keeps
+// on this machine: 2000 req/s for 2 s per iteration against a real server,
+// reporting the share of due requests missed (never sent inside the
+// window) and the send-lag p99. Target: missed under 1 %, the open-loop
+// loadgen_bound threshold. Run with -benchtime 3x.
+func BenchmarkOpenLoopSchedule(b *testing.B) {
+	srv := newCounted(b, hello)
+	a, _ := newAttacker(b)
+	var due, missed int64
+	var lag time.Duration
+	for b.Loop() {
+		res := mustRun(b, a, Spec{URL: srv.URL, Mode: Open, Rate: 2000, Duration: 2 * time.Second})
+		due, missed = due+res.Scheduled, missed+res.Missed
+		lag = max(lag, res.LagP99)
+	}
+	b.ReportMetric(100*float64(missed)/float64(max(due, 1)), "missed-%")
+	b.ReportMetric(float64(lag.Microseconds()), "lag-p99-µs")
+}
+
+// BenchmarkDelayedHandlerOverhead is what the loadgen adds to a response
+// that takes exactly 20 ms at the server: its p50 minus 20 ms, in closed
+// and open loop. Target: under 1 ms. Run with -benchtime 3x.
+func BenchmarkDelayedHandlerOverhead(b *testing.B) {
+	srv := newCounted(b, delayedHandler)
+	for _, s := range []Spec{
+		{Mode: Closed, Concurrency: 4, Duration: time.Second},
+		{Mode: Open, Rate: 100, Duration: time.Second},
+	} {
+		b.Run(string(s.Mode), func(b *testing.B) {
+			s.URL = srv.URL
+			a, _ := newAttacker(b)
+			var worst float64
+			for b.Loop() {
+				worst = max(worst, mustRun(b, a, s).Latency().P50-0.020)
+			}
+			b.ReportMetric(worst*1e6, "p50-overhead-µs")
+		})
+	}
+}

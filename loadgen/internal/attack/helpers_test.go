@@ -62,25 +62,6 @@ func mustRun(t testing.TB, a *Attacker, s Spec) *Result {
 
 func ms(d float64) time.Duration { return time.Duration(d * float64(time.Millisecond)) }
 
-// tryThrice runs a measurement up to three times until it returns "":
-// whether an open loop keeps its schedule depends on the CPU the loadgen
-// gets, and on a shared 2-core machine a busy neighbour can starve one try,
-// while a loadgen that falls behind by itself fails all three. The exact
-// accounting is checked on every try (with t.Errorf inside try).
-func tryThrice(t *testing.T, try func() string) {
-	t.Helper()
-	var why []string
-	for i := range 3 {
-		w := try()
-		if w == "" {
-			return
-		}
-		t.Logf("try %d: %s", i+1, w)
-		why = append(why, w)
-	}
-	t.Errorf("in three tries: %s", strings.Join(why, "; "))
-}
-
 // gather renders reg in the text format.
 func gather(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()

@@ -1,5 +1,0 @@
-//go:build !race
-
-package attack
-
-const raceEnabled = false
