@@ -15,7 +15,8 @@ PLAN        ?=
 RESULTS     ?= results
 PROM        ?= http://127.0.0.1:9090
 HOSTNET     ?= 1
-export HOSTNET
+LISTEN      ?= 127.0.0.1
+export HOSTNET LISTEN
 
 comma := ,
 empty :=

@@ -47,7 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("exporter", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.listen, "listen", ":9400", "address to serve /metrics on (all interfaces by default so Prometheus on host networking reaches it; 127.0.0.1:9400 to keep it local)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:9400", "address to serve /metrics on (loopback by default; the stack passes LISTEN:9400, and :9400 inside a bridge container)")
 	fs.StringVar(&c.project, "project", "proxybench", "compose project whose containers are watched")
 	fs.BoolVar(&c.docker, "docker", true, "use the Docker engine (DOCKER_HOST or the local socket): gctrace from containers labelled proxybench.gctrace=true, container stats, proxy info")
 	fs.BoolVar(&c.cadvisor, "cadvisor", true, "serve cAdvisor's container_* series for the project's containers (needs -docker and /sys/fs/cgroup)")

@@ -14,11 +14,23 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   case ${args[i]} in
     -results) results=${args[i+1]} ;;
     -run) run=${args[i+1]} ;;
+    -metrics-addr) maddr=${args[i+1]} ;;
   esac
 done
 [ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
 
 scripts/engine.sh || exit 1
+# The loadgen's /metrics binds where Prometheus can reach it and no wider:
+# loopback on the host network, LISTEN when the lab is exposed, and the
+# docker bridge's gateway (host.docker.internal to Prometheus) on the bridge.
+if [ -z "${maddr:-}" ]; then
+  maddr=${LISTEN:-127.0.0.1}:9500
+  if [ "${HOSTNET:-1}" != 1 ] && [ "${LISTEN:-127.0.0.1}" = 127.0.0.1 ]; then
+    gw=$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null)
+    maddr=${gw:-127.0.0.1}:9500
+  fi
+  args+=(-metrics-addr "$maddr")
+fi
 started=0
 if scripts/stack.sh running; then
   say "stack already up: using it and leaving it up"

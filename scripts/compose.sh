@@ -8,6 +8,12 @@ files=(-p proxybench -f compose/docker-compose.yml)
 [ "${HOSTNET:-1}" = 1 ] && files+=(-f compose/docker-compose.hostnet.yml)
 [ -f compose/images.env ] && files+=(--env-file compose/images.env)
 [ -n "${CUSTOM_IMAGE:-}" ] && files+=(--profile custom)
+# LISTEN: where the lab listens (host network) or publishes (bridge).
+# Loopback unless exposing it is chosen on purpose (README, Security).
+case ${LISTEN:=127.0.0.1} in
+  127.0.0.1 | 0.0.0.0) export LISTEN ;;
+  *) echo "compose: LISTEN=$LISTEN: want 127.0.0.1 (the default, loopback only) or 0.0.0.0 (every interface: read the README's Security section first)" >&2; exit 2 ;;
+esac
 # Grafana needs an admin password only when it runs; keep `config`/`down` usable without one.
 export GRAFANA_ADMIN_PASSWORD=${GRAFANA_ADMIN_PASSWORD:-}
 exec docker compose "${files[@]}" "$@"

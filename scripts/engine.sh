@@ -5,6 +5,11 @@
 # starts dockerd in the background with its log in a file, and installs the
 # compose v2 CLI plugin built from the Go module proxy (Debian ships only
 # compose v1, which refuses host networking next to published ports).
+# The daemon it starts runs with live-restore (/etc/docker/daemon.json, also
+# turned on by a reload in a dockerd it started before): the stack's
+# containers keep running while dockerd restarts, so a run survives it.
+#   engine.sh restart   restarts the dockerd this script started (or the
+#                       systemd unit), as an outage test does
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${PROXYBENCH_STATE:-$PWD/.cache}/dockerd
@@ -14,7 +19,39 @@ say() { printf 'engine: %s\n' "$*" >&2; }
 
 have_compose() { docker compose version >/dev/null 2>&1; }
 
-if docker info >/dev/null 2>&1 && have_compose; then
+systemd_docker() { command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet docker 2>/dev/null; }
+
+# live_restore: on for a daemon this script runs (no systemd unit), by the
+# reloadable daemon.json option and SIGHUP, so no container restarts.
+live_restore() {
+  [ "$(docker info -f '{{.LiveRestoreEnabled}}' 2>/dev/null)" = true ] && return 0
+  if systemd_docker || [ "$(id -u)" != 0 ] || { [ -s /etc/docker/daemon.json ] && ! grep -q '^{}$' /etc/docker/daemon.json; }; then
+    say "note: dockerd runs without live-restore: restarting it stops the stack (set \"live-restore\": true in /etc/docker/daemon.json)"
+    return 0
+  fi
+  mkdir -p /etc/docker && echo '{"live-restore": true}' >/etc/docker/daemon.json
+  pkill -HUP -x dockerd || true
+  for _ in $(seq 1 20); do
+    [ "$(docker info -f '{{.LiveRestoreEnabled}}' 2>/dev/null)" = true ] && return 0
+    sleep 0.5
+  done
+  say "note: dockerd did not turn live-restore on; see $LOG_DIR/dockerd.log"
+}
+
+if [ "${1:-}" = restart ]; then
+  if systemd_docker; then
+    systemctl restart docker
+  else
+    pid=$(pgrep -xo dockerd) || { say "no dockerd is running to restart"; exit 1; }
+    say "restarting dockerd (pid $pid)"
+    kill -TERM "$pid"
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$pid" 2>/dev/null && { say "dockerd (pid $pid) did not stop within 30 s"; exit 1; }
+  fi
+fi
+
+if [ "${1:-}" != restart ] && docker info >/dev/null 2>&1 && have_compose; then
+  live_restore
   exit 0
 fi
 
@@ -34,10 +71,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if ! docker info >/dev/null 2>&1; then
+  [ -s /etc/docker/daemon.json ] || { mkdir -p /etc/docker && echo '{"live-restore": true}' >/etc/docker/daemon.json; }
   say "starting dockerd (log: $LOG_DIR/dockerd.log)"
   # No systemd on such hosts: run the daemon ourselves, detached from this shell.
   if ! pgrep -x dockerd >/dev/null; then
-    PATH=/usr/sbin:/usr/bin:$PATH setsid nohup dockerd >"$LOG_DIR/dockerd.log" 2>&1 </dev/null &
+    PATH=/usr/sbin:/usr/bin:$PATH setsid nohup dockerd >>"$LOG_DIR/dockerd.log" 2>&1 </dev/null &
   fi
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break

@@ -1,31 +1,92 @@
-// Command pbhealth is the healthcheck probe mounted into every container of
-// the stack: a static binary that works the same in Debian, Alpine and
-// scratch images, so healthchecks never depend on curl or wget being there.
+// Command pbhealth is the in-container helper mounted into every container
+// of the stack: a static binary that works the same in Debian, Alpine and
+// scratch images, so neither healthchecks nor start-up depend on a shell,
+// curl or sed being there.
 //
-//	pbhealth URL   exits 0 when GET URL answers 2xx within 2 s
+//	pbhealth URL                     exits 0 when GET URL answers 2xx within 2 s
+//	pbhealth render SRC DST -- CMD…  writes SRC to DST with ${LISTEN_ADDR}
+//	                                 replaced by that variable's value, then
+//	                                 runs CMD in its place (exec)
+//
+// render is for the proxies whose configuration cannot read the
+// environment itself (nginx, Traefik's static file): the stack decides the
+// address every listener binds (127.0.0.1 unless LISTEN says otherwise)
+// and passes it as LISTEN_ADDR.
 package main
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"time"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Getenv, os.Stderr)) }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "render" {
+		argv, err := render(args[1:], getenv)
+		if err != nil {
+			fmt.Fprintln(stderr, "pbhealth render:", err)
+			return 2
+		}
+		bin, err := exec.LookPath(argv[0])
+		if err != nil {
+			fmt.Fprintln(stderr, "pbhealth render:", err)
+			return 2
+		}
+		err = syscall.Exec(bin, argv, os.Environ())
+		fmt.Fprintf(stderr, "pbhealth render: exec %s: %v\n", bin, err)
+		return 1
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: pbhealth URL")
+		fmt.Fprintln(stderr, "usage: pbhealth URL | pbhealth render SRC DST -- CMD [ARG...]")
 		return 2
 	}
+	return probe(args[0], stderr)
+}
+
+// Placeholder is the one token render replaces.
+const Placeholder = "${LISTEN_ADDR}"
+
+// render writes the configuration and returns the command to run.
+func render(args []string, getenv func(string) string) ([]string, error) {
+	if len(args) < 4 || args[2] != "--" {
+		return nil, fmt.Errorf("want SRC DST -- CMD [ARG...], got %q", args)
+	}
+	src, dst, argv := args[0], args[1], args[3:]
+	addr := getenv("LISTEN_ADDR")
+	if net.ParseIP(addr) == nil {
+		return nil, fmt.Errorf("LISTEN_ADDR %q: want the IP address every listener binds, e.g. 127.0.0.1 (the default) or 0.0.0.0", addr)
+	}
+	if strings.Contains(addr, ":") {
+		addr = "[" + addr + "]" // host:port in both nginx and Traefik
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(string(b), Placeholder) {
+		return nil, fmt.Errorf("%s has no %s: its listeners would ignore the address the stack asks for", src, Placeholder)
+	}
+	if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(b), Placeholder, addr)), 0o644); err != nil {
+		return nil, err
+	}
+	return argv, nil
+}
+
+func probe(url string, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "pbhealth: bad URL %q: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "pbhealth: bad URL %q: %v\n", url, err)
 		return 2
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -36,7 +97,7 @@ func run(args []string, stderr io.Writer) int {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode/100 != 2 {
-		fmt.Fprintf(stderr, "pbhealth: %s answered %s\n", args[0], resp.Status)
+		fmt.Fprintf(stderr, "pbhealth: %s answered %s\n", url, resp.Status)
 		return 1
 	}
 	return 0

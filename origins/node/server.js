@@ -36,7 +36,7 @@ function config(env) {
   if (!/^[0-9]{1,5}$/.test(portText) || port > 65535) {
     throw new Error(`PORT ${JSON.stringify(portText)}: want a port number 0..65535`);
   }
-  return { name, port, host: env.LISTEN_ADDR || '0.0.0.0' };
+  return { name, port, host: env.LISTEN_ADDR || '127.0.0.1' };
 }
 
 // parse accepts canonical decimals only (no sign, no leading zeros, at most

@@ -233,7 +233,7 @@ def config(env):
     port_text = env.get("PORT") or "9102"
     if not re.fullmatch(r"[0-9]{1,5}", port_text, re.ASCII) or int(port_text) > 65535:
         raise ValueError(f'PORT "{port_text}": want a port number 0..65535')
-    return name, env.get("LISTEN_ADDR") or "0.0.0.0", int(port_text)
+    return name, env.get("LISTEN_ADDR") or "127.0.0.1", int(port_text)
 
 
 def main():

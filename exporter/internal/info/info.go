@@ -1,11 +1,15 @@
 // Package info owns proxybench_proxy_info: one series per proxy container
-// of the stack naming its image, image id and the real version of the
-// binary running in it (asked from the binary, not read from a tag).
+// of the stack naming its image, image id and the version its image
+// declares (the OCI label org.opencontainers.image.version, on the image or
+// the container). The exporter reaches the engine through a read-only
+// filter, so it cannot run the binary to ask it; the loadgen, which holds
+// the engine's full API for isolation, asks every binary itself and
+// records the real versions in each run's manifest, which the report
+// prefers.
 package info
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -15,13 +19,15 @@ import (
 	"proxybench/internal/dockerx"
 )
 
-// Unknown is the version label of a proxy whose binary would not say.
+// Unknown is the version label of a proxy whose image declares none.
 const Unknown = "unknown"
+
+// LabelVersion is the OCI label read for the version.
+const LabelVersion = "org.opencontainers.image.version"
 
 // Engine is the part of dockerx.Client used here.
 type Engine interface {
 	List(ctx context.Context, labels ...string) ([]dockerx.Container, error)
-	Version(ctx context.Context, ctr dockerx.Container) (string, error)
 }
 
 // Collector serves the proxy info series from a snapshot refreshed in the
@@ -32,16 +38,7 @@ type Collector struct {
 	log     *slog.Logger
 	desc    *prometheus.Desc
 	mu      sync.Mutex
-	proxies []proxy
-	// versions by container id: a container's binary cannot change
-	// (a new image means a new container).
-	versions map[string]string
-	failed   map[string]bool
-}
-
-type proxy struct {
-	ctr     dockerx.Container
-	version string
+	proxies []dockerx.Container
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -53,10 +50,8 @@ func New(engine Engine, project string, log *slog.Logger) *Collector {
 		engine: engine,
 		labels: []string{dockerx.LabelProject + "=" + project, dockerx.LabelRole + "=proxy"},
 		log:    log,
-		desc: prometheus.NewDesc("proxybench_proxy_info", "A proxy container of the stack: its image, image id and the version its binary reports.",
+		desc: prometheus.NewDesc("proxybench_proxy_info", "A proxy container of the stack: its image, image id and the version its image declares (org.opencontainers.image.version; unknown when none).",
 			[]string{"container", "service", "image", "image_id", "version"}, nil),
-		versions: map[string]string{},
-		failed:   map[string]bool{},
 	}
 }
 
@@ -72,41 +67,27 @@ func (c *Collector) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Refresh lists the proxies and asks each running one, once, for its
-// version. A stopped proxy that never ran while watched has no series.
+// Refresh lists the proxies. A stopped proxy that never ran while watched
+// has no series; one that ran keeps its series while its container exists.
 func (c *Collector) Refresh(ctx context.Context) {
 	list, err := c.engine.List(ctx, c.labels...)
 	if err != nil {
 		c.log.Debug("list proxy containers", "err", err)
 		return // keep the last snapshot while the engine is away
 	}
-	ps := make([]proxy, 0, len(list))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	for _, p := range c.proxies {
+		seen[p.ID] = true
+	}
+	ps := make([]dockerx.Container, 0, len(list))
 	for _, ctr := range list {
-		v, ok := c.versions[ctr.ID]
-		if !ok && ctr.Running {
-			var err error
-			switch v, err = c.engine.Version(ctx, ctr); {
-			case err == nil:
-				c.versions[ctr.ID] = v
-			case errors.Is(err, dockerx.ErrNoVersion):
-				// Built without a version: asking again will not help.
-				v, c.versions[ctr.ID] = Unknown, Unknown
-				c.log.Warn("proxy binary has no version", "container", ctr.Name, "err", err)
-			default:
-				v = Unknown // asked again at the next refresh
-				if !c.failed[ctr.ID] {
-					c.log.Warn("proxy version unknown", "container", ctr.Name, "err", err)
-					c.failed[ctr.ID] = true
-				}
-			}
-		}
-		if v != "" {
-			ps = append(ps, proxy{ctr: ctr, version: v})
+		if ctr.Running || seen[ctr.ID] {
+			ps = append(ps, ctr)
 		}
 	}
-	c.mu.Lock()
 	c.proxies = ps
-	c.mu.Unlock()
 }
 
 // Describe implements prometheus.Collector.
@@ -117,6 +98,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.proxies {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, p.ctr.Name, p.ctr.Service, p.ctr.Image, p.ctr.ImageID, p.version)
+		v := p.Labels[LabelVersion]
+		if v == "" {
+			v = Unknown
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, p.Name, p.Service, p.Image, p.ImageID, v)
 	}
 }

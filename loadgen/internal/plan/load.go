@@ -64,7 +64,7 @@ var fields = []field{
 		get: func(p *Plan) string { return p.Preflight.String() }, set: durField(func(p *Plan) *Duration { return &p.Preflight })},
 	{name: "results", usage: "results `dir`: the run goes to <results>/<run>/",
 		get: func(p *Plan) string { return p.Results }, set: func(p *Plan, s string) error { p.Results = s; return nil }},
-	{name: "metrics-addr", usage: "listen `address` of /metrics for Prometheus",
+	{name: "metrics-addr", usage: "listen `address` of /metrics for Prometheus (loopback by default; the bridge stack needs the docker bridge's gateway, which make bench passes)",
 		get: func(p *Plan) string { return p.MetricsAddr }, set: func(p *Plan, s string) error { p.MetricsAddr = s; return nil }},
 	{name: "project", usage: "compose `project` of the stack",
 		get: func(p *Plan) string { return p.Project }, set: func(p *Plan, s string) error { p.Project = s; return nil }},

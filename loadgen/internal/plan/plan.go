@@ -88,7 +88,7 @@ func Default() Plan {
 		Timeout:     Duration(10 * time.Second),
 		Preflight:   Duration(10 * time.Second),
 		Results:     "results",
-		MetricsAddr: ":9500",
+		MetricsAddr: "127.0.0.1:9500",
 		Project:     "proxybench",
 		SLO:         SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
 

@@ -25,7 +25,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{name: "defaults", check: func(t *testing.T, p *Plan) {
 			if p.Run != "20261130T051500Z" || p.Tier != "quick" || p.Mode != "closed" || p.Concurrency != 50 || !p.Isolate ||
-				p.MetricsAddr != ":9500" || strings.Join(p.Proxies, ",") != "nginx,haproxy,traefik,caddy" {
+				p.MetricsAddr != "127.0.0.1:9500" || strings.Join(p.Proxies, ",") != "nginx,haproxy,traefik,caddy" {
 				t.Errorf("defaults: %+v", p)
 			}
 		}},
@@ -130,7 +130,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 			t.Errorf("help lacks -%s", f.name)
 		}
 	}
-	if !strings.Contains(buf.String(), "(default :9500)") {
+	if !strings.Contains(buf.String(), "(default 127.0.0.1:9500)") {
 		t.Errorf("help lacks defaults:\n%s", buf.String())
 	}
 }

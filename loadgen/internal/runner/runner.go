@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"proxybench/internal/dockerx"
@@ -91,6 +93,10 @@ type Runner struct {
 	sentAny bool // some cell has sent traffic: settle before the next
 	lastPxy string
 	broken  int
+	// full is set when the results disk ran out of space: the run stops
+	// after the cell that could not be saved (stop ends it).
+	full error
+	stop context.CancelFunc
 }
 
 // Outcome is how a run ended.
@@ -144,6 +150,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		iso.unpauseLeftovers(ctx)
 	}
 
+	outer := ctx
+	ctx, r.stop = context.WithCancel(ctx)
+	defer r.stop()
 	i := 0
 	for i < len(p.Cells) && ctx.Err() == nil {
 		j := i
@@ -158,12 +167,19 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	r.m.Status = "done"
 	if ctx.Err() != nil {
 		r.m.Status = "interrupted"
+		why := "not run: the run was interrupted"
+		if r.full != nil && outer.Err() == nil {
+			why = "not run: the results disk is full"
+		}
 		for _, c := range p.Cells[len(r.m.Cells):] {
-			r.m.Cells = append(r.m.Cells, r.skipped(c, "not run: the run was interrupted"))
+			r.m.Cells = append(r.m.Cells, r.skipped(c, why))
 		}
 	}
 	if err := r.save(); err != nil {
-		return nil, err
+		return nil, r.unsaved(err)
+	}
+	if r.full != nil {
+		return nil, fmt.Errorf("%w (freed before the run ended: %s now holds every measured cell; the skipped ones were not run)", r.full, filepath.Join(r.dir, "manifest.json"))
 	}
 	if p.Linger > 0 {
 		// Ctrl-C already came or may come: linger anyway so the aborted
@@ -318,11 +334,34 @@ func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell)
 func (r *Runner) finish(n int, mc manifest.Cell) {
 	r.m.Cells = append(r.m.Cells, mc)
 	r.display().CellEnd(n, len(r.Plan.Cells), mc)
-	if err := r.save(); err != nil {
-		// Keep measuring: the next save may work (disk full is transient
-		// more often than not) and the data is still in memory.
+	err := r.save()
+	switch {
+	case err == nil:
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
+		// Measuring on would only lose more: stop after this cell.
+		if r.full == nil {
+			r.full = fmt.Errorf("results disk full: %w: free space on the file system holding %s and run again; %s keeps the last cells it could hold and the measured ones are in Prometheus", err, r.dir, filepath.Join(r.dir, "manifest.json"))
+			r.Log.Error("results disk full: stopping after this cell", "dir", r.dir, "err", err)
+		}
+		r.stop()
+	default:
+		// Keep measuring: the next save may work and the data is still in
+		// memory.
 		r.Log.Error("manifest not written", "err", err)
 	}
+}
+
+// unsaved is the error of a final manifest that could not be written: the
+// manifest on disk is the last whole one, and the complete one goes to
+// stderr so that nothing measured is lost.
+func (r *Runner) unsaved(err error) error {
+	if b, merr := json.Marshal(r.m); merr == nil {
+		fmt.Fprintf(os.Stderr, "loadgen: the complete manifest, which could not be written to %s:\n%s\n", filepath.Join(r.dir, "manifest.json"), b)
+	}
+	if r.full != nil {
+		return fmt.Errorf("%w; the complete manifest went to stderr", r.full)
+	}
+	return fmt.Errorf("%w; %s keeps the last version written and the complete manifest went to stderr", err, filepath.Join(r.dir, "manifest.json"))
 }
 
 func (r *Runner) save() error {

@@ -15,7 +15,8 @@ type Config struct {
 }
 
 // LoadConfig reads ORIGIN_NAME, LISTEN_ADDR and PORT through getenv. The
-// defaults are the origin's own: defaultName, 0.0.0.0 and the port the stack
+// defaults are the origin's own: defaultName, 127.0.0.1 (loopback unless
+// asked, e.g. LISTEN_ADDR=0.0.0.0 inside a bridge container) and the port the stack
 // table (internal/stack) gives defaultName.
 func LoadConfig(getenv func(string) string, defaultName string) (Config, error) {
 	o, err := stack.LookupOrigin(defaultName)
@@ -29,7 +30,7 @@ func LoadConfig(getenv func(string) string, defaultName string) (Config, error) 
 		}
 		c.Name = v
 	}
-	host := "0.0.0.0"
+	host := "127.0.0.1"
 	if v := getenv("LISTEN_ADDR"); v != "" {
 		host = v
 	}

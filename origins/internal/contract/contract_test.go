@@ -126,7 +126,7 @@ func TestLoadConfig(t *testing.T) {
 		want    Config
 		wantErr string
 	}{
-		{"defaults", nil, Config{Name: "fast", Addr: "0.0.0.0:9104"}, ""},
+		{"defaults", nil, Config{Name: "fast", Addr: "127.0.0.1:9104"}, ""},
 		{"all set", map[string]string{"ORIGIN_NAME": "fast-2", "PORT": "8080", "LISTEN_ADDR": "127.0.0.1"}, Config{Name: "fast-2", Addr: "127.0.0.1:8080"}, ""},
 		{"ipv6", map[string]string{"LISTEN_ADDR": "::1"}, Config{Name: "fast", Addr: "[::1]:9104"}, ""},
 		{"bad port", map[string]string{"PORT": "http"}, Config{}, `PORT "http": want a port number 0..65535`},
