@@ -26,7 +26,7 @@ scripts/engine.sh || exit 1
 if [ -z "${maddr:-}" ]; then
   maddr=${LISTEN:-127.0.0.1}:9500
   if [ "${HOSTNET:-1}" != 1 ] && [ "${LISTEN:-127.0.0.1}" = 127.0.0.1 ]; then
-    gw=$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null)
+    gw=$(scripts/compose.sh --gateway)
     maddr=${gw:-127.0.0.1}:9500
   fi
   args+=(-metrics-addr "$maddr")

@@ -2,10 +2,23 @@
 # compose.sh ARGS...: runs the compose tool on the proxybench stack with the
 # right files: the users' compose file, the host-network override (HOSTNET=1,
 # the default here) and the image names written by scripts/images.sh.
+#   compose.sh --gateway   prints the host's address on the docker bridge:
+#   what containers reach as host.docker.internal (the loadgen's /metrics on
+#   the bridge network binds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The docker bridge's gateway, read from the engine: Debian's dockerd 20.10
+# can write "<nil>" for host-gateway after a live restore, so the address is
+# passed explicitly.
+gateway() { docker network inspect bridge -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' 2>/dev/null; }
+if [ "${1:-}" = --gateway ]; then gateway; exit; fi
 files=(-p proxybench -f compose/docker-compose.yml)
-[ "${HOSTNET:-1}" = 1 ] && files+=(-f compose/docker-compose.hostnet.yml)
+if [ "${HOSTNET:-1}" = 1 ]; then
+  files+=(-f compose/docker-compose.hostnet.yml)
+else
+  HOST_GATEWAY=$(gateway) || true
+  export HOST_GATEWAY=${HOST_GATEWAY:-host-gateway}
+fi
 [ -f compose/images.env ] && files+=(--env-file compose/images.env)
 [ -n "${CUSTOM_IMAGE:-}" ] && files+=(--profile custom)
 # LISTEN: where the lab listens (host network) or publishes (bridge).
