@@ -62,7 +62,7 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 		}
 	}
 
-	var windows []collect.Window
+	var windows []collect.Window // from Prometheus
 	if cfg.Prom != nil {
 		if v, err := cfg.Prom.BuildInfo(ctx); err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("Prometheus at %s unreachable (%v): numbers come from the local manifest only.", cfg.PromURL, err))
@@ -79,12 +79,22 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 		}
 	}
 	r.Sources.Discovery = "prometheus"
-	if len(windows) == 0 {
+	known := len(windows) > 0 // Prometheus holds windows of the run
+	if !known {
 		if man == nil {
 			return nil, fmt.Errorf("run %q: no cells in Prometheus and no %s: nothing to report", cfg.Run, filepath.Join(cfg.RunDir, "manifest.json"))
 		}
 		r.Sources.Discovery = "manifest"
-		windows = manifestWindows(man)
+	}
+	windows, onlyManifest := mergeWindows(windows, man)
+	unknown := map[string]bool{}
+	if man == nil {
+		unknown = unknownOutcome(windows)
+		for i := range windows {
+			if unknown[windows[i].ID] {
+				windows[i].Failed = false
+			}
+		}
 	}
 
 	cells := make([]report.Cell, len(windows))
@@ -92,22 +102,36 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	// A run whose every cell was skipped has no window to ask about.
 	if r.Sources.PrometheusOK && len(windows) > 0 {
 		from, to := windows[0].Start, windows[0].End
+		var proxies []string
+		seen := map[string]bool{}
 		for _, w := range windows {
 			from, to = minTime(from, w.Start), maxTime(to, w.End)
+			if !seen[w.Proxy] {
+				seen[w.Proxy] = true
+				proxies = append(proxies, w.Proxy)
+			}
 		}
 		kinds, err := collect.Probe(ctx, cfg.Prom, from.Add(-collect.MarginBefore), to.Add(collect.MarginAfter))
+		if err != nil {
+			return nil, err
+		}
+		scrapes, err := collect.FetchScrapes(ctx, cfg.Prom, windows, proxies, known)
 		if err != nil {
 			return nil, err
 		}
 		sem := make(chan struct{}, cfg.Concurrency)
 		var wg sync.WaitGroup
 		for i, w := range windows {
+			if unknown[w.ID] {
+				cells[i] = emptyCell(w)
+				continue
+			}
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				cells[i], errs[i] = collect.Cell(ctx, cfg.Prom, w, isGo(w.Proxy), kinds)
+				cells[i], errs[i] = collect.Cell(ctx, cfg.Prom, w, isGo(w.Proxy), kinds, scrapes.Coverage(w))
 			}()
 		}
 		wg.Wait()
@@ -117,6 +141,11 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	} else {
 		for i, w := range windows {
 			cells[i] = emptyCell(w)
+		}
+	}
+	for i := range cells {
+		if unknown[cells[i].ID] {
+			cells[i].PrometheusGap = &report.Gap{OutcomeUnknown: true}
 		}
 	}
 
@@ -129,24 +158,31 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 			}
 		}
 	}
-	var lacking []string
+	var lacking, gaps []string
 	for i := range cells {
 		c := &cells[i]
 		if mc := byID[c.ID]; mc != nil {
 			mergeManifest(c, mc)
 		}
-		if !c.ServerSide {
+		switch {
+		case c.PrometheusGap != nil:
+			gaps = append(gaps, c.ID)
+		case !c.ServerSide:
 			lacking = append(lacking, c.ID)
 		}
 		report.Judge(c, cfg.Thresholds, isGo(c.Proxy))
 		report.CheckSLO(c, r.SLO)
 	}
+	if known && len(onlyManifest) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows are in the manifest only (Prometheus never scraped their window series): %s.",
+			len(onlyManifest), len(cells), idList(onlyManifest)))
+	}
 	if len(lacking) > 0 {
-		list := strings.Join(lacking, ", ")
-		if len(lacking) > 12 {
-			list = strings.Join(lacking[:12], ", ") + fmt.Sprintf(" and %d more", len(lacking)-12)
-		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows lack server-side series in Prometheus: %s.", len(lacking), len(cells), list))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows lack server-side series in Prometheus: %s.", len(lacking), len(cells), idList(lacking)))
+	}
+	if len(gaps) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d windows fall in a gap of Prometheus's scrapes (prometheus_gap): no number of theirs comes from the missing scrapes: %s.",
+			len(gaps), len(cells), idList(gaps)))
 	}
 	r.Cells = cells
 	if len(cells) > 0 {
@@ -231,17 +267,85 @@ func planSLO(dir string, man *manifest.Manifest) (report.SLO, bool, error) {
 	return s, true, nil
 }
 
-func manifestWindows(m *manifest.Manifest) []collect.Window {
-	out := make([]collect.Window, 0, len(m.Cells))
+// idList names up to 12 cells, then how many more.
+func idList(ids []string) string {
+	if len(ids) > 12 {
+		return strings.Join(ids[:12], ", ") + fmt.Sprintf(" and %d more", len(ids)-12)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// mergeWindows is the run's set of cells: the windows Prometheus holds
+// (prom) united with the manifest's cells that ran (skipped ones go to
+// not_run). For a cell in both, the manifest is the authority on the
+// window's edges, its drain end and its outcome: a cell it says finished ok
+// is not failed, whatever Prometheus missed of its end. Cells only in
+// Prometheus (the loadgen died before writing the manifest) stay as
+// discovered. onlyManifest lists the cells Prometheus does not hold.
+func mergeWindows(prom []collect.Window, m *manifest.Manifest) (out []collect.Window, onlyManifest []string) {
+	if m == nil {
+		return prom, nil
+	}
+	byID := make(map[string]collect.Window, len(prom))
+	for _, w := range prom {
+		byID[w.ID] = w
+	}
+	inManifest := map[string]bool{}
 	for _, c := range m.Cells {
+		inManifest[c.ID] = true
 		if c.Status == manifest.CellSkipped {
 			continue
 		}
-		out = append(out, collect.Window{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier,
-			Repeat: c.Repeat, Start: c.Start, End: c.End, Concurrency: c.Concurrency, TargetRate: c.Rate,
-			Failed: c.Status == manifest.CellFailed || c.Status == manifest.CellAborted, Ended: true})
+		w, ok := byID[c.ID]
+		if !ok {
+			w = collect.Window{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat}
+			onlyManifest = append(onlyManifest, c.ID)
+		}
+		w.Start, w.End, w.Ended = c.Start, c.End, true
+		w.Failed = c.Status == manifest.CellFailed || c.Status == manifest.CellAborted
+		if c.DrainEnd != nil {
+			w.DrainEnd = *c.DrainEnd
+		}
+		if w.Concurrency == 0 {
+			w.Concurrency = c.Concurrency
+		}
+		if w.TargetRate == 0 {
+			w.TargetRate = c.Rate
+		}
+		out = append(out, w)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	for _, w := range prom {
+		if !inManifest[w.ID] {
+			out = append(out, w)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Start.Equal(out[j].Start) {
+			return out[i].Start.Before(out[j].Start)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, onlyManifest
+}
+
+// unknownOutcome finds, without a manifest, the windows whose end
+// Prometheus never scraped although a later cell of the run started: the
+// loadgen lived on, so the end was published and missed, and the cell is
+// not known to have failed. A window without an end and nothing after it
+// (the loadgen died in it) stays failed.
+func unknownOutcome(windows []collect.Window) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range windows {
+		if w.Ended || w.MarkedFailed {
+			continue
+		}
+		for _, later := range windows {
+			if later.Start.After(w.Start) {
+				out[w.ID] = true
+				break
+			}
+		}
+	}
 	return out
 }
 
@@ -391,8 +495,10 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 		if l := info[p]; l != nil {
 			pe.Image, pe.Version = l["image"], l["version"]
 		}
-		if man != nil && pe.Version == "" {
-			pe.Version = man.Versions[p]
+		// The loadgen asked the binary itself; the exporter has only the
+		// image's label (it cannot run anything in a container).
+		if v := manifestVersion(man, p); v != "" {
+			pe.Version = v
 		}
 		if v, ok := cpu[p]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
 			pe.CPULimitCores = report.Num(v)
@@ -418,4 +524,11 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 		}
 	}
 	return env
+}
+
+func manifestVersion(man *manifest.Manifest, proxy string) string {
+	if man == nil {
+		return ""
+	}
+	return man.Versions[proxy]
 }

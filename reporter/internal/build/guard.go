@@ -14,8 +14,13 @@ import (
 // with Prometheus unreachable, or after the run's windows left its
 // retention, finds fewer cells or only the manifest's numbers.
 type Richness struct {
-	Cells      int // cells in the report
-	ServerSide int // cells whose window has series in Prometheus (server_side)
+	Cells int // cells in the report
+	// ServerSide counts the cells Prometheus answered for: its series for
+	// the window (server_side), or the evidence of a gap in its scrapes
+	// there (prometheus_gap). A gap is not a loss: a report built before
+	// gaps were detected took numbers from the scrapes Prometheus missed,
+	// and its rebuild must replace it.
+	ServerSide int
 	Exact      int // cells with the loadgen's exact latency (latency.exact)
 }
 
@@ -23,7 +28,7 @@ type Richness struct {
 func RichnessOf(r *report.Report) Richness {
 	n := Richness{Cells: len(r.Cells)}
 	for i := range r.Cells {
-		if r.Cells[i].ServerSide {
+		if r.Cells[i].ServerSide || r.Cells[i].PrometheusGap != nil {
 			n.ServerSide++
 		}
 		if r.Cells[i].Latency.Exact != nil {

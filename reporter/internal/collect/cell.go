@@ -31,13 +31,17 @@ func newSpan(from, to time.Time) span {
 // counter is the exact increase of metric over sp, grouped by by. Series
 // born inside the window have no sample before it, where anchored would
 // take their first in-window sample as the baseline; their count is their
-// last value (counters start at zero).
+// last value inside the window (counters start at zero). Never an instant
+// lookup there: it reaches back up to Prometheus's 5-minute lookback, to a
+// previous repeat's cumulative value when nothing was scraped in the
+// window. (The baseline of a series that existed before is anchored's
+// last sample at or before S; Coverage checks that it is a fresh one.)
 func counter(metric, sel, by string, sp span) string {
 	agg, on := "sum", "on()"
 	if by != "" {
 		agg, on = "sum by ("+by+")", "on("+by+")"
 	}
-	return fmt.Sprintf(`(%[1]s (increase(%[2]s%[3]s[%[4]s] anchored @ %[5]s)) and %[7]s %[1]s (%[2]s%[3]s @ %[6]s)) or %[1]s (%[2]s%[3]s @ %[5]s)`,
+	return fmt.Sprintf(`(%[1]s (increase(%[2]s%[3]s[%[4]s] anchored @ %[5]s)) and %[7]s %[1]s (%[2]s%[3]s @ %[6]s)) or %[1]s (last_over_time(%[2]s%[3]s[%[4]s] @ %[5]s))`,
 		agg, metric, sel, sp.W, sp.E, sp.S, on)
 }
 
@@ -96,8 +100,29 @@ func Probe(ctx context.Context, c *promapi.Client, from, to time.Time) (Kinds, e
 	return k, nil
 }
 
-// Cell queries everything the report says about w.
-func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kinds) (report.Cell, error) {
+// What each target's coverage vouches for: the batch keys (exact, or a
+// prefix ending in "_") and the time-series names of Cell's queries.
+var (
+	loadgenKeys    = []string{"code", "reason", "late_code", "late_reason", "missed", "capped", "lat_", "lag_p99", "wrong", "sched", "sent", "inflight", "lg_"}
+	exporterKeys   = []string{"cpu", "mem_", "gc_", "gomaxprocs", "heap_", "gcp_"}
+	loadgenSeries  = []string{"lg", "lg_rss"}
+	exporterSeries = []string{"cpu", "mem", "heap", "exp_rss"}
+)
+
+func hasKey(keys []string, k string) bool {
+	for _, p := range keys {
+		if k == p || strings.HasSuffix(p, "_") && strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Cell queries everything the report says about w. cov (Scrapes.Coverage)
+// says whose numbers can be used: a target whose scrapes fall short around
+// the window gives none (unknown), never a lookback value; the zero
+// Coverage uses everything.
+func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kinds, cov Coverage) (report.Cell, error) {
 	cell := report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
 		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{}}
@@ -188,8 +213,12 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	v := map[string]float64{}
 	seen, lateSeen := 0, 0 // traffic series seen, even when they counted nothing
 	lateCodes, lateReasons := map[string]int64{}, map[string]int64{}
+	lgOK, exOK := cov.LoadgenOK(), cov.ExporterOK()
 	for _, s := range res {
 		k := s.Labels["rk"]
+		if !lgOK && hasKey(loadgenKeys, k) || !exOK && hasKey(exporterKeys, k) {
+			continue
+		}
 		n := int64(math.Round(s.Value))
 		switch k {
 		case "code":
@@ -290,8 +319,27 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		cell.GC = g
 	}
 	cell.SetProxyCPU(proxyCPU, proxySrc)
-	if err := timeSeries(ctx, c, &cell, svc, cpuSel, lg, isGo); err != nil {
+	skip := map[string]bool{}
+	for _, x := range []struct {
+		ok    bool
+		names []string
+	}{{lgOK, loadgenSeries}, {exOK, exporterSeries}} {
+		for _, n := range x.names {
+			skip[n] = !x.ok
+		}
+	}
+	if err := timeSeries(ctx, c, &cell, svc, cpuSel, lg, isGo, cov.Interval, skip); err != nil {
 		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
+	}
+	var g report.Gap
+	if !lgOK && cov.LoadgenGap {
+		g.Loadgen = cov.Loadgen
+	}
+	if !exOK && cov.ExporterGap {
+		g.Exporter = cov.Exporter
+	}
+	if g.Loadgen != nil || g.Exporter != nil {
+		cell.PrometheusGap = &g
 	}
 	return cell, nil
 }
@@ -334,22 +382,38 @@ func orZero(n report.Num) report.Num {
 }
 
 // timeSeries fetches per-second CPU, memory and live heap over the window
-// in one range query, for the peaks, the OLS slopes and the figures.
-func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, cpuSel, lg string, isGo bool) error {
-	var b batch
-	cpuRate := fmt.Sprintf("irate(container_cpu_usage_seconds_total%s[3s])", cpuSel)
-	b.add("cpu", "max("+cpuRate+")")
-	b.add("mem", fmt.Sprintf("sum(container_memory_working_set_bytes%s and on(id) topk(1, %s))", svc, cpuRate))
-	b.add("lg", fmt.Sprintf("sum(irate(process_cpu_seconds_total%s[3s]))", lg))
-	b.add("lg_rss", fmt.Sprintf("sum(process_resident_memory_bytes%s)", lg))
-	b.add("exp_rss", `sum(process_resident_memory_bytes{job="exporter"})`)
-	if isGo {
-		b.add("heap", fmt.Sprintf("sum(proxybench_gc_heap_live_bytes%s)", svc))
-	}
+// in one range query, for the peaks, the OLS slopes and the figures. A
+// gauge at a step is its sample of that step: the last within 1.1 steps
+// (or scrape intervals, when coarser; the 10 % absorb timestamp jitter),
+// never one from before a hole in the scrapes, as a bare selector's
+// 5-minute lookback would give. Series named in skip are left out (their
+// target's scrapes fall short).
+func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, cpuSel, lg string, isGo bool, interval time.Duration, skip map[string]bool) error {
 	d := cell.End.Sub(cell.Start)
 	step := time.Second
 	if n := d / step; n > 10000 {
 		step = d / 10000
+	}
+	fresh := promapi.Duration(max(step, interval) * 11 / 10)
+	var b batch
+	add := func(name, expr string) {
+		if !skip[name] {
+			b.add(name, expr)
+		}
+	}
+	cpuRate := fmt.Sprintf("irate(container_cpu_usage_seconds_total%s[3s])", cpuSel)
+	add("cpu", "max("+cpuRate+")")
+	add("mem", fmt.Sprintf("sum(last_over_time(container_memory_working_set_bytes%s[%s]) and on(id) topk(1, %s))", svc, fresh, cpuRate))
+	add("lg", fmt.Sprintf("sum(irate(process_cpu_seconds_total%s[3s]))", lg))
+	add("lg_rss", fmt.Sprintf("sum(last_over_time(process_resident_memory_bytes%s[%s]))", lg, fresh))
+	add("exp_rss", fmt.Sprintf(`sum(last_over_time(process_resident_memory_bytes{job="exporter"}[%s]))`, fresh))
+	if isGo {
+		add("heap", fmt.Sprintf("sum(last_over_time(proxybench_gc_heap_live_bytes%s[%s]))", svc, fresh))
+	}
+	cell.Instrument = report.Instrument{LoadgenRSSMeanBytes: report.NaN(), LoadgenRSSSlopeMBPerMin: report.NaN(),
+		ExporterRSSMeanBytes: report.NaN(), ExporterRSSSlopeMBPerMin: report.NaN()}
+	if len(b.parts) == 0 {
+		return nil
 	}
 	start := cell.Start.Add(step).Truncate(time.Millisecond)
 	if start.After(cell.End) {
@@ -386,8 +450,6 @@ func timeSeries(ctx context.Context, c *promapi.Client, cell *report.Cell, svc, 
 	if s, ok := byName["lg"]; ok && len(s.Values) > 0 {
 		cell.LoadgenCPU.PeakCores = report.Num(maxOf(s.Values))
 	}
-	cell.Instrument = report.Instrument{LoadgenRSSMeanBytes: report.NaN(), LoadgenRSSSlopeMBPerMin: report.NaN(),
-		ExporterRSSMeanBytes: report.NaN(), ExporterRSSSlopeMBPerMin: report.NaN()}
 	if s, ok := byName["lg_rss"]; ok && len(s.Values) > 0 {
 		cell.Instrument.LoadgenRSSMeanBytes = report.Num(stats.Mean(s.Values))
 		cell.Instrument.LoadgenRSSSlopeMBPerMin = slopePerMin(secs(s), scale(s.Values, 1/1e6))

@@ -22,6 +22,7 @@ type Window struct {
 	Concurrency                       int
 	TargetRate                        float64
 	Failed                            bool
+	MarkedFailed                      bool      // proxybench_cell_failed was 1 (Failed is also set when no end was published)
 	Ended                             bool      // an end timestamp was published
 	DrainEnd                          time.Time // when the last late request completed; zero when not published
 	// Read by the loadgen at the window's edges (end minus start), in CPU
@@ -94,7 +95,7 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 			w.TargetRate = v.Value
 		}
 		if v, ok := failed[id]; ok && v.Value != 0 {
-			w.Failed = true
+			w.Failed, w.MarkedFailed = true, true
 		}
 		if v, ok := drain[id]; ok && v.Value > 0 {
 			w.DrainEnd = unix(v.Value)

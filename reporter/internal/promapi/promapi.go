@@ -120,6 +120,21 @@ func (c *Client) Query(ctx context.Context, expr string, t time.Time) ([]Sample,
 	}
 }
 
+// QueryMatrix evaluates a range-vector expr (a selector with a range, such
+// as m[30s] @ t) at t and returns its raw samples, with their own
+// timestamps, as Prometheus stored them.
+func (c *Client) QueryMatrix(ctx context.Context, expr string, t time.Time) ([]Series, error) {
+	form := url.Values{"query": {expr}, "time": {FormatTime(t)}}
+	var d queryData
+	if err := c.post(ctx, "/api/v1/query", form, &d); err != nil {
+		return nil, fmt.Errorf("query %s: %w", expr, err)
+	}
+	if d.ResultType != "matrix" {
+		return nil, fmt.Errorf("query %s: unexpected result type %q, want matrix", expr, d.ResultType)
+	}
+	return decodeMatrix(expr, d.Result)
+}
+
 // QueryRange evaluates expr at every step in [start, end].
 func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]Series, error) {
 	form := url.Values{"query": {expr}, "start": {FormatTime(start)}, "end": {FormatTime(end)},
@@ -131,8 +146,12 @@ func (c *Client) QueryRange(ctx context.Context, expr string, start, end time.Ti
 	if d.ResultType != "matrix" {
 		return nil, fmt.Errorf("range query %s: unexpected result type %q", expr, d.ResultType)
 	}
+	return decodeMatrix(expr, d.Result)
+}
+
+func decodeMatrix(expr string, result json.RawMessage) ([]Series, error) {
 	var raw []rawSeries
-	if err := json.Unmarshal(d.Result, &raw); err != nil {
+	if err := json.Unmarshal(result, &raw); err != nil {
 		return nil, fmt.Errorf("decode matrix of %s: %w", expr, err)
 	}
 	out := make([]Series, 0, len(raw))

@@ -6,7 +6,9 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"proxybench/internal/scenario"
 )
@@ -23,6 +25,7 @@ const (
 const (
 	FlagFailed           = "failed"
 	FlagNoServerSide     = "no_server_side_series"
+	FlagPrometheusGap    = "prometheus_gap"
 	FlagLoadgenBound     = "loadgen_bound"
 	FlagSUTSaturated     = "sut_saturated"
 	FlagErrors           = "errors"
@@ -96,7 +99,20 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	if c.Failed {
 		add(FlagFailed, Invalid, "the loadgen marked this cell failed or aborted, or never published its end")
 	}
-	if !c.ServerSide {
+	gap := c.PrometheusGap
+	switch {
+	case gap == nil:
+	case gap.OutcomeUnknown:
+		add(FlagPrometheusGap, Invalid, "outcome unknown: Prometheus missed the end of this window and there is no manifest")
+	case gap.Loadgen != nil || gap.Exporter != nil:
+		sev, why := gapReason(c, gap, goProxy)
+		add(FlagPrometheusGap, sev, "%s", why)
+	}
+	// A gap in the loadgen's scrapes says why the traffic series are not
+	// used; no second flag for it.
+	lgGap := gap != nil && (gap.Loadgen != nil || gap.OutcomeUnknown)
+	exGap := gap != nil && gap.Exporter != nil
+	if !c.ServerSide && !lgGap {
 		if c.Requests+c.TransportErrors > 0 {
 			add(FlagNoServerSide, Suspect, "Prometheus holds no series for this window: counts and exact percentiles come from the loadgen's manifest alone, resources and GC are unknown")
 		} else {
@@ -139,16 +155,18 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	if c.ServerSide && c.Latency.Source == "" {
 		missing = append(missing, "proxybench_request_duration_seconds")
 	}
-	if !c.ProxyRes.CPUMeanCores.Known() {
+	// The exporter's series a gap in its scrapes left unknown are named by
+	// prometheus_gap.
+	if !c.ProxyRes.CPUMeanCores.Known() && !exGap {
 		missing = append(missing, "container_cpu_usage_seconds_total")
 	}
-	if !c.ProxyRes.MemMeanBytes.Known() {
+	if !c.ProxyRes.MemMeanBytes.Known() && !exGap {
 		missing = append(missing, "container_memory_working_set_bytes")
 	}
 	if !c.LoadgenCPU.MeanCores.Known() {
 		missing = append(missing, "process_cpu_seconds_total{job=\"loadgen\"}")
 	}
-	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) {
+	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) && !exGap {
 		missing = append(missing, "proxybench_gc_cycles_total")
 	}
 	if len(missing) > 0 && c.ServerSide {
@@ -162,6 +180,88 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		}
 		c.Validity.Verdict = Suspect
 	}
+}
+
+// gapReason words prometheus_gap for a cell whose loadgen or exporter
+// scrapes fell short: the evidence, where the numbers come from instead,
+// and what is unknown. Suspect while the manifest supplies the counts of a
+// loadgen gap; invalid when nothing does.
+func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
+	var ev []string
+	for _, s := range []*ScrapeCoverage{g.Loadgen, g.Exporter} {
+		if s != nil {
+			ev = append(ev, scrapeEvidence(s))
+		}
+	}
+	sev := Suspect
+	var then []string
+	if g.Loadgen != nil {
+		if c.Requests+c.TransportErrors > 0 {
+			from := []string{"counts"}
+			if c.Latency.Exact != nil {
+				from = append(from, "exact latency")
+			}
+			if c.ProxyRes.CPUSource == ProxyCPUEdges || c.LoadgenCPU.Source == LoadgenCPUEdges {
+				from = append(from, "edge CPU")
+			}
+			then = append(then, andList(from)+" come from the manifest")
+		} else {
+			sev = Invalid
+			then = append(then, "no manifest holds its counts, so the cell has none")
+		}
+	}
+	var unknown []string
+	if !c.ProxyRes.CPUMeanCores.Known() {
+		unknown = append(unknown, "proxy CPU")
+	}
+	if !c.ProxyRes.MemMeanBytes.Known() {
+		unknown = append(unknown, "memory")
+	}
+	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) {
+		unknown = append(unknown, "GC")
+	}
+	if g.Loadgen != nil {
+		unknown = append(unknown, "in-flight")
+	}
+	switch len(unknown) {
+	case 0:
+	case 1:
+		then = append(then, unknown[0]+" is unknown")
+	default:
+		then = append(then, andList(unknown)+" are unknown")
+	}
+	return sev, "Prometheus scraped " + strings.Join(ev, " and ") + ": " + strings.Join(then, "; ")
+}
+
+// scrapeEvidence is "the loadgen 0 times between 10:01:02 and 10:01:09
+// (expected about 7; ...)", naming every check that failed.
+func scrapeEvidence(s *ScrapeCoverage) string {
+	clock := func(t time.Time) string { return t.UTC().Format("15:04:05") }
+	secs := func(n Num) string { return strconv.FormatFloat(math.Round(float64(n)*10)/10, 'f', -1, 64) }
+	why := []string{fmt.Sprintf("expected about %d", s.Expected)}
+	// A stretch without scrapes too long to allow also says there was none
+	// before the baseline or after the traffic, when it covers those.
+	long := float64(s.GapS) > float64(s.AllowedGapS)
+	covers := func(from, to time.Time) bool { return long && !s.GapFrom.After(from) && !s.GapTo.Before(to) }
+	baseFrom := s.From.Add(-time.Duration(float64(s.BaselineS) * float64(time.Second)))
+	if !s.Baseline && !covers(baseFrom, s.From) {
+		why = append(why, fmt.Sprintf("none in the %s s before %s", secs(s.BaselineS), clock(s.From)))
+	}
+	if !s.After && !covers(s.AfterFrom, s.To) {
+		why = append(why, fmt.Sprintf("none between %s and %s", clock(s.AfterFrom), clock(s.To)))
+	}
+	if long {
+		why = append(why, fmt.Sprintf("%s s without one from %s to %s, > %s s", secs(s.GapS), clock(s.GapFrom), clock(s.GapTo), secs(s.AllowedGapS)))
+	}
+	return fmt.Sprintf("the %s %d times between %s and %s (%s)", s.Job, s.Scrapes, clock(s.From), clock(s.To), strings.Join(why, "; "))
+}
+
+// andList joins "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // judgeLoadgen tells a loadgen that could not keep up (loadgen_bound:

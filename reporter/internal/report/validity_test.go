@@ -128,3 +128,91 @@ func TestJudgeReasons(t *testing.T) {
 		t.Errorf("rps %v late share %v, want 1000 and 0.2", c.RPS, c.LateShare)
 	}
 }
+
+// TestJudgePrometheusGap words prometheus_gap: the evidence, where the
+// numbers come from, what is unknown, and the severity; a loadgen gap
+// replaces no_server_side_series and keeps too_few_samples quiet, an
+// exporter gap keeps missing_metrics from naming what it explains.
+func TestJudgePrometheusGap(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 10, 1, 1, 500e6, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	// The loadgen not scraped at all over (10:01:01.5, 10:01:09]; the last
+	// scrape before at 10:00:58.75, the next at 10:01:20.75.
+	lgOut := &ScrapeCoverage{Job: "loadgen", From: t0, To: at(7.5), Scrapes: 0, Expected: 8, IntervalS: 1, BaselineS: 2,
+		AfterFrom: at(6), GapS: 22, GapFrom: at(-2.75), GapTo: at(7.5), AllowedGapS: 3.5}
+	// The exporter scraped twice, then nothing for 7 s up to the window's end.
+	exGap := &ScrapeCoverage{Job: "exporter", From: at(1), To: at(6), Scrapes: 2, Expected: 5, IntervalS: 1, BaselineS: 5, Baseline: true,
+		After: false, AfterFrom: at(0.5), GapS: 6, GapFrom: at(0), GapTo: at(6), AllowedGapS: 5.5}
+	// A loadgen gap without any hole long enough: only the scrape after the
+	// traffic is missing.
+	lgAfter := &ScrapeCoverage{Job: "loadgen", From: t0, To: at(7.5), Scrapes: 6, Expected: 8, IntervalS: 1, BaselineS: 2, Baseline: true,
+		AfterFrom: at(6), GapS: 2.25, GapFrom: at(5.25), GapTo: at(7.5), AllowedGapS: 3.5}
+	manifestCounts := func(c *Cell) {
+		c.ServerSide, c.Scrapes, c.InFlightMean, c.Latency.Source = false, 0, NaN(), ""
+		c.ProxyRes.MemMeanBytes, c.ProxyRes.CPUMeanCores = NaN(), NaN()
+		c.Latency.Exact = &Exact{P99: 0.05}
+		c.LoadgenCPU.Source = LoadgenCPUEdges
+	}
+	for _, tc := range []struct {
+		name    string
+		mut     func(*Cell)
+		goProxy bool
+		verdict string
+		flags   string
+		reason  string
+	}{
+		{"loadgen gap, manifest counts", func(c *Cell) { manifestCounts(c); c.PrometheusGap = &Gap{Loadgen: lgOut} }, true, Suspect, "prometheus_gap/suspect",
+			"Prometheus scraped the loadgen 0 times between 10:01:01 and 10:01:09 (expected about 8; 22 s without one from 10:00:58 to 10:01:09, > 3.5 s): " +
+				"counts, exact latency and edge CPU come from the manifest; proxy CPU, memory, GC and in-flight are unknown"},
+		{"loadgen gap, no manifest", func(c *Cell) {
+			manifestCounts(c)
+			c.Latency.Exact, c.LoadgenCPU.Source, c.Codes = nil, "", map[string]int64{}
+			Classify(c)
+			c.PrometheusGap = &Gap{Loadgen: lgAfter}
+		}, false, Invalid, "prometheus_gap/invalid",
+			"Prometheus scraped the loadgen 6 times between 10:01:01 and 10:01:09 (expected about 8; none between 10:01:07 and 10:01:09): " +
+				"no manifest holds its counts, so the cell has none; proxy CPU, memory and in-flight are unknown"},
+		{"both", func(c *Cell) { manifestCounts(c); c.PrometheusGap = &Gap{Loadgen: lgOut, Exporter: exGap} }, false, Suspect, "prometheus_gap/suspect",
+			"Prometheus scraped the loadgen 0 times between 10:01:01 and 10:01:09 (expected about 8; 22 s without one from 10:00:58 to 10:01:09, > 3.5 s) " +
+				"and the exporter 2 times between 10:01:02 and 10:01:07 (expected about 5; 6 s without one from 10:01:01 to 10:01:07, > 5.5 s): " +
+				"counts, exact latency and edge CPU come from the manifest; proxy CPU, memory and in-flight are unknown"},
+		// Traffic from Prometheus; the exporter's series the gap explains
+		// are not missing_metrics, the latency histogram still would be.
+		{"exporter gap", func(c *Cell) {
+			c.ProxyRes.MemMeanBytes = NaN()
+			c.PrometheusGap = &Gap{Exporter: exGap}
+		}, true, Suspect, "prometheus_gap/suspect",
+			"Prometheus scraped the exporter 2 times between 10:01:02 and 10:01:07 (expected about 5; 6 s without one from 10:01:01 to 10:01:07, > 5.5 s): memory and GC are unknown"},
+		{"exporter gap, no latency histogram", func(c *Cell) {
+			c.ProxyRes.MemMeanBytes, c.Latency.Source = NaN(), ""
+			c.PrometheusGap = &Gap{Exporter: exGap}
+		}, false, Suspect, "prometheus_gap/suspect missing_metrics/suspect", ""},
+		{"outcome unknown", func(c *Cell) {
+			manifestCounts(c)
+			c.Latency.Exact, c.Codes = nil, map[string]int64{}
+			Classify(c)
+			c.PrometheusGap = &Gap{OutcomeUnknown: true}
+		}, false, Invalid, "prometheus_gap/invalid", "outcome unknown: Prometheus missed the end of this window and there is no manifest"},
+		// Without a gap, a window Prometheus holds nothing of is still
+		// no_server_side_series.
+		{"no series, no gap", func(c *Cell) { manifestCounts(c) }, false, Suspect, "no_server_side_series/suspect", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := baseCell()
+			tc.mut(&c)
+			Judge(&c, DefaultThresholds, tc.goProxy)
+			var codes []string
+			for _, f := range c.Validity.Flags {
+				codes = append(codes, f.Code+"/"+f.Severity)
+			}
+			if c.Validity.Verdict != tc.verdict || strings.Join(codes, " ") != tc.flags {
+				t.Fatalf("verdict %s flags %+v, want %s [%s]", c.Validity.Verdict, c.Validity.Flags, tc.verdict, tc.flags)
+			}
+			if tc.reason != "" && c.Validity.Flags[0].Reason != tc.reason {
+				t.Errorf("reason\n%q, want\n%q", c.Validity.Flags[0].Reason, tc.reason)
+			}
+		})
+	}
+}

@@ -99,6 +99,15 @@ type Run struct {
 	ID    string
 	Start time.Time
 	Cells []Cell
+	// Outages are stretches Prometheus did not scrape (outage.go).
+	Outages []Outage
+}
+
+// SetCodes gives c other in-window responses, with latencies spread from
+// base (seconds) and the in-flight gauge that fits them (Little's law).
+func (c *Cell) SetCodes(codes map[string]int64, base float64) {
+	c.Codes = codes
+	c.latencies(base)
 }
 
 // Options shape a run.
@@ -624,5 +633,5 @@ func (r *Run) OpenMetrics() []byte {
 	}
 	r.gcSeries(&b, ts, ex, w)
 	b.WriteString("# EOF\n")
-	return []byte(b.String())
+	return r.dropOutages([]byte(b.String()))
 }
