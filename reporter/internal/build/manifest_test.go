@@ -158,3 +158,94 @@ func collectWindow(start time.Time) collect.Window {
 func ptr(f float64) *float64 { return &f }
 
 func near(n report.Num, want float64) bool { return n.Known() && math.Abs(float64(n)-want) < 1e-9 }
+
+// TestMergeWindows: the report's cells are Prometheus's windows united
+// with the manifest's cells; for a cell in both the manifest decides the
+// edges, the drain end and the outcome; skipped cells stay out (not_run);
+// cells only in Prometheus stay as discovered.
+func TestMergeWindows(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	sec := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	drain := sec(16)
+	prom := []collect.Window{
+		// Its end never scraped: discovered as failed, with no window.
+		{ID: "a", Proxy: "nginx", Start: sec(0), End: sec(0), Failed: true, Concurrency: 10},
+		{ID: "b", Proxy: "nginx", Start: sec(10), End: sec(15), Ended: true, TargetRate: 500},
+		{ID: "d", Proxy: "nginx", Start: sec(40), End: sec(45), Ended: true},
+		{ID: "s", Proxy: "nginx", Start: sec(50), End: sec(50), Failed: true},
+	}
+	m := &manifest.Manifest{Cells: []manifest.Cell{
+		{ID: "a", Proxy: "nginx", Start: sec(0).Add(time.Millisecond), End: sec(5), Status: manifest.CellOK, Concurrency: 20},
+		{ID: "b", Proxy: "nginx", Start: sec(10), End: sec(15).Add(-time.Millisecond), DrainEnd: &drain, Status: manifest.CellOK, Concurrency: 10, Rate: 500},
+		{ID: "c", Proxy: "nginx", Start: sec(20), End: sec(25), Status: manifest.CellOK, Concurrency: 7, Rate: 100},
+		{ID: "e", Proxy: "nginx", Start: sec(30), End: sec(32), Status: manifest.CellAborted},
+		{ID: "s", Proxy: "nginx", Status: manifest.CellSkipped, Reason: "n/a: unsupported"},
+	}}
+	got, only := mergeWindows(prom, m)
+	var ids []string
+	byID := map[string]collect.Window{}
+	for _, w := range got {
+		ids = append(ids, w.ID)
+		byID[w.ID] = w
+	}
+	if strings.Join(ids, " ") != "a b c e d" || strings.Join(only, " ") != "c e" {
+		t.Fatalf("cells %v (only in the manifest %v), want a b c e d (c e)", ids, only)
+	}
+	if a := byID["a"]; a.Failed || !a.Ended || !a.Start.Equal(sec(0).Add(time.Millisecond)) || !a.End.Equal(sec(5)) || a.Concurrency != 10 {
+		t.Errorf("a = %+v: want ok with the manifest's window (Prometheus's concurrency kept)", a)
+	}
+	if b := byID["b"]; !b.End.Equal(sec(15).Add(-time.Millisecond)) || !b.DrainEnd.Equal(drain) || b.TargetRate != 500 {
+		t.Errorf("b = %+v: want the manifest's end and drain end", b)
+	}
+	if c := byID["c"]; c.Failed || !c.Ended || c.Concurrency != 7 || c.TargetRate != 100 || !c.End.Equal(sec(25)) {
+		t.Errorf("c = %+v: want the manifest's cell", c)
+	}
+	if e := byID["e"]; !e.Failed {
+		t.Errorf("e = %+v: aborted, want failed", e)
+	}
+	if d := byID["d"]; !d.Ended || d.Failed || !d.End.Equal(sec(45)) {
+		t.Errorf("d = %+v: only in Prometheus, want it as discovered", d)
+	}
+	if w, o := mergeWindows(prom, nil); len(w) != len(prom) || o != nil {
+		t.Errorf("without a manifest: %v %v, want Prometheus's windows", w, o)
+	}
+}
+
+// TestUnknownOutcome: without a manifest, a window whose end Prometheus
+// never scraped is of unknown outcome when a later cell started, failed
+// when the loadgen marked it so or nothing came after it.
+func TestUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ws := []collect.Window{
+		{ID: "missed-end", Start: t0, End: t0, Failed: true},
+		{ID: "marked", Start: t0.Add(10 * time.Second), End: t0.Add(10 * time.Second), Failed: true, MarkedFailed: true},
+		{ID: "ok", Start: t0.Add(20 * time.Second), End: t0.Add(25 * time.Second), Ended: true},
+		{ID: "last", Start: t0.Add(30 * time.Second), End: t0.Add(30 * time.Second), Failed: true},
+	}
+	if got := unknownOutcome(ws); len(got) != 1 || !got["missed-end"] {
+		t.Errorf("unknown outcome %v, want missed-end alone", got)
+	}
+}
+
+// TestRichnessCountsGaps: a rebuild that finds a gap in Prometheus's
+// scrapes is not poorer than a report built before gaps were detected,
+// whose numbers for that window came from the missing scrapes (or which
+// lost the window altogether).
+func TestRichnessCountsGaps(t *testing.T) {
+	t.Parallel()
+	old := &report.Report{Cells: []report.Cell{{ID: "c1", ServerSide: true, Failed: true, Latency: report.Latency{Exact: &report.Exact{}}}}}
+	gap := &report.Gap{Loadgen: &report.ScrapeCoverage{Job: "loadgen"}}
+	rebuilt := &report.Report{Cells: []report.Cell{
+		{ID: "c1", PrometheusGap: gap, Latency: report.Latency{Exact: &report.Exact{}}},
+		{ID: "c2", PrometheusGap: gap, Latency: report.Latency{Exact: &report.Exact{}}}}}
+	if n, o := RichnessOf(rebuilt), RichnessOf(old); n != (Richness{Cells: 2, ServerSide: 2, Exact: 2}) || n.PoorerThan(o) {
+		t.Errorf("rebuild %v, old %v: want the rebuild not poorer", n, o)
+	}
+	// Without the gap evidence (Prometheus unreachable) it is poorer.
+	rebuilt.Cells[0].PrometheusGap, rebuilt.Cells[1].PrometheusGap = nil, nil
+	if n := RichnessOf(rebuilt); !n.PoorerThan(RichnessOf(old)) {
+		t.Errorf("rebuild without Prometheus %v should be poorer than %v", n, RichnessOf(old))
+	}
+}
