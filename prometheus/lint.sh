@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # lint.sh: the monitoring code's static checks (make lint). promtool checks
 # both scrape configs (and the rule files they load), the rules, and runs the
-# rule unit tests; then the Go checks of the dashboards and configs, gofmt
-# and go vet.
+# rule unit tests; then the Go checks of the dashboards and configs, gofmt,
+# go vet and a tidy go.mod (direct dependencies not marked indirect).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,4 +33,10 @@ fi
 echo "== go vet"
 go vet ./...
 go vet -tags e2e ./...
+echo "== go mod tidy"
+if ! d=$(go mod tidy -diff 2>&1); then
+  echo "go.mod/go.sum are not tidy (run go mod tidy):" >&2
+  echo "$d" | head -40 >&2
+  exit 1
+fi
 echo "lint: ok"
