@@ -8,13 +8,21 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'bench: %s\n' "$*" >&2; }
 
-results=results run=""
+# The flags this script itself needs are read the way Go's flag package
+# reads them (-f v, -f=v, --f v, --f=v); everything goes on to the loadgen,
+# which rejects what it does not know.
+results=results run="" maddr=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
-  case ${args[i]} in
-    -results) results=${args[i+1]} ;;
-    -run) run=${args[i+1]} ;;
-    -metrics-addr) maddr=${args[i+1]} ;;
+  a=${args[i]}
+  [[ $a == --* ]] && a=${a#-}
+  name=${a%%=*} val=""
+  if [[ $a == *=* ]]; then val=${a#*=}; else val=${args[i+1]:-}; fi
+  case $name in
+    -results) results=$val ;;
+    -run) run=$val ;;
+    -metrics-addr) maddr=$val ;;
+    --) break ;;
   esac
 done
 [ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
@@ -23,7 +31,7 @@ scripts/engine.sh || exit 1
 # The loadgen's /metrics binds where Prometheus can reach it and no wider:
 # loopback on the host network, LISTEN when the lab is exposed, and the
 # docker bridge's gateway (host.docker.internal to Prometheus) on the bridge.
-if [ -z "${maddr:-}" ]; then
+if [ -z "$maddr" ]; then
   maddr=${LISTEN:-127.0.0.1}:9500
   if [ "${HOSTNET:-1}" != 1 ] && [ "${LISTEN:-127.0.0.1}" = 127.0.0.1 ]; then
     gw=$(scripts/compose.sh --gateway)
