@@ -74,7 +74,7 @@ perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing 
 lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet (prometheus/lint.sh)
 	@prometheus/lint.sh
 
-test: prepare lint test-unit test-e2e ## everything CI runs
+test: prepare lint test-unit fuzz test-e2e ## everything CI runs
 
 prepare: ## engine, images and pinned tools (promtool) that the tests need
 	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null && reporter/scripts/ensure-chromium.sh >/dev/null
@@ -82,6 +82,9 @@ prepare: ## engine, images and pinned tools (promtool) that the tests need
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
 	  go test -count=1 -timeout 20m ./...
+
+fuzz: ## every Fuzz target of the repository, fuzzed for a share of 75 s (FUZZTIME=3s per target, FUZZ_BUDGET=seconds in all)
+	@scripts/fuzz.sh
 
 test-e2e: ## the real stack: up, preflight, quick bench with assertions, dashboards against live Prometheus, down
 	@scripts/e2e.sh

@@ -159,7 +159,13 @@ func Write(path string, m *Manifest) error {
 	return nil
 }
 
-// Read loads a manifest and checks its schema version.
+// notOurs says what to do with a manifest.json that does not decode: the
+// loadgen replaces it atomically, so it was damaged or written by something
+// else, and the reporter builds without it from Prometheus alone.
+const notOurs = "restore it from a copy, or move it aside to build the report from Prometheus alone"
+
+// Read loads a manifest and checks its schema version. Every error names
+// the file.
 func Read(path string) (*Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -167,7 +173,10 @@ func Read(path string) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("decode manifest %s: %w", path, err)
+		return nil, fmt.Errorf("decode manifest %s: %w (%s)", path, err, notOurs)
+	}
+	if m.Schema == 0 {
+		return nil, fmt.Errorf("manifest %s has no schema: it is not a loadgen manifest (%s)", path, notOurs)
 	}
 	if m.Schema != SchemaVersion {
 		return nil, fmt.Errorf("manifest %s has schema %d, this build reads %d: rebuild the report with the matching proxybench version", path, m.Schema, SchemaVersion)

@@ -132,7 +132,7 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	if stdlib {
 		tr := newStdTransport(s, max(s.Concurrency, 1))
 		client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		r.newDoer = func() doer { return &stdDoer{client: client, spec: &r.s, origin: s.ExpectOrigin} }
+		r.newDoer = func() doer { return newStdDoer(client, &r.s) }
 	} else {
 		r.newDoer = func() doer { return newLeanConn(req) }
 	}

@@ -67,7 +67,7 @@ func BenchmarkReadResponse(b *testing.B) {
 	b.SetBytes(int64(len(resp)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := readResponse(br, false, origin); err != nil {
+		if _, _, err := readResponse(br, false, origin, defaultLimits); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,10 +14,13 @@ import (
 // runtime cannot leak into a label.
 func classify(err error) errReason {
 	var pe *protocolError
+	var le *limitError
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
 		return reasonCanceled
+	case errors.As(err, &le):
+		return le.reason
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, syscall.ETIMEDOUT):
 		return reasonTimeout

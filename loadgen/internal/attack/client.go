@@ -37,6 +37,37 @@ func (e *protocolError) Error() string { return "malformed response: " + e.msg }
 
 func errProto(format string, a ...any) error { return &protocolError{fmt.Sprintf(format, a...)} }
 
+// limits bound what the client reads of one response, so that a
+// misbehaving target costs a bounded time and memory and a clear reason
+// instead of the whole timeout spent reading (or parsing) at full speed.
+type limits struct {
+	// header bounds the response head: status line, header lines and the
+	// blank line, summed over any 1xx interim responses (as net/http
+	// does), and separately the trailers of a chunked body.
+	header int
+	// body bounds the body bytes: a Content-Length above it fails at once,
+	// a chunked or until-close body as soon as it goes beyond.
+	body int64
+}
+
+// limitError is a response beyond one of the client's limits.
+type limitError struct {
+	reason errReason // reasonHeaderTooLarge or reasonBodyTooLarge
+	msg    string
+}
+
+func (e *limitError) Error() string { return e.msg }
+
+func errHeaderTooLarge(max int) error {
+	return &limitError{reasonHeaderTooLarge, fmt.Sprintf("response head beyond %d bytes", max)}
+}
+
+var errLineTooLong = &limitError{reasonHeaderTooLarge, "response head line longer than 16 KiB"}
+
+func errBodyTooLarge(max int64) error {
+	return &limitError{reasonBodyTooLarge, fmt.Sprintf("response body beyond %d bytes", max)}
+}
+
 // request is the immutable part shared by every connection of a run.
 type request struct {
 	addr      string // host:port to dial
@@ -45,6 +76,7 @@ type request struct {
 	closeConn bool   // new connection per request
 	origin    []byte // expected X-Origin, nil = no check
 	timeout   time.Duration
+	lim       limits
 }
 
 func buildRequest(s *Spec) (*request, error) {
@@ -96,6 +128,7 @@ func buildRequest(s *Spec) (*request, error) {
 		head:      method == "HEAD",
 		closeConn: s.NewConnPerRequest,
 		timeout:   s.Timeout,
+		lim:       specLimits(s),
 	}
 	if s.ExpectOrigin != "" {
 		r.origin = []byte(s.ExpectOrigin)
@@ -184,7 +217,7 @@ func (l *leanConn) try(deadline time.Time) (resp response, err error, stale bool
 		l.close()
 		return resp, err, stale
 	}
-	resp, keep, err := readResponse(l.br, l.req.head, l.req.origin)
+	resp, keep, err := readResponse(l.br, l.req.head, l.req.origin, l.req.lim)
 	if err != nil {
 		stale = l.used && errors.Is(err, errNoBytes)
 		l.close()
@@ -208,8 +241,9 @@ func (e *noBytesError) Unwrap() []error { return []error{e.err, errNoBytes} }
 
 // readResponse reads one response, skipping 1xx interim responses, and
 // discards its body. keep reports whether the connection may carry another.
-func readResponse(br *bufio.Reader, head bool, origin []byte) (resp response, keep bool, err error) {
+func readResponse(br *bufio.Reader, head bool, origin []byte, lim limits) (resp response, keep bool, err error) {
 	first := true
+	budget := lim.header // head bytes left, interim responses included
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -219,14 +253,18 @@ func readResponse(br *bufio.Reader, head bool, origin []byte) (resp response, ke
 				}
 				return resp, false, &noBytesError{err}
 			}
-			return resp, false, statusErr(err)
+			return resp, false, headErr(err, len(line) > budget, lim)
 		}
 		first = false
+		if budget -= len(line); budget < 0 {
+			return resp, false, errHeaderTooLarge(lim.header)
+		}
 		code, minor, err := parseStatusLine(line)
 		if err != nil {
 			return resp, false, err
 		}
-		h, err := readHeaders(br, origin)
+		var h headers
+		h, budget, err = readHeaders(br, origin, budget, lim)
 		if err != nil {
 			return resp, false, err
 		}
@@ -242,7 +280,9 @@ func readResponse(br *bufio.Reader, head bool, origin []byte) (resp response, ke
 		switch {
 		case head || code == 204 || code == 304:
 		case h.chunked:
-			resp.bytes, err = discardChunked(br)
+			resp.bytes, err = discardChunked(br, lim)
+		case h.length > lim.body:
+			return resp, false, errBodyTooLarge(lim.body)
 		case h.length >= 0:
 			var n int
 			n, err = br.Discard(int(h.length))
@@ -252,9 +292,15 @@ func readResponse(br *bufio.Reader, head bool, origin []byte) (resp response, ke
 			}
 		default: // body until the server closes
 			var n int64
-			n, err = io.Copy(io.Discard, br)
+			n, err = io.CopyN(io.Discard, br, lim.body+1)
 			resp.bytes = n
 			keep = false
+			switch {
+			case n > lim.body:
+				err = errBodyTooLarge(lim.body)
+			case err == io.EOF:
+				err = nil
+			}
 		}
 		if err != nil {
 			return resp, false, fmt.Errorf("read body: %w", err)
@@ -268,9 +314,22 @@ func statusErr(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	if err == bufio.ErrBufferFull {
-		return errProto("status line longer than 16 KiB")
+		return errProto("line longer than 16 KiB")
 	}
 	return err
+}
+
+// headErr is statusErr for a line of the head or the trailers: one that
+// fills the buffer, or a partial one already beyond the budget, is too
+// large.
+func headErr(err error, over bool, lim limits) error {
+	switch {
+	case err == bufio.ErrBufferFull:
+		return errLineTooLong
+	case over:
+		return errHeaderTooLarge(lim.header)
+	}
+	return statusErr(err)
 }
 
 func parseStatusLine(line []byte) (code, minor int, err error) {
@@ -317,22 +376,24 @@ var (
 	hXOrigin          = []byte("x-origin")
 )
 
-func readHeaders(br *bufio.Reader, origin []byte) (h headers, err error) {
+// readHeaders reads header lines up to the blank line, taking their bytes
+// from budget; left is what remains of it.
+func readHeaders(br *bufio.Reader, origin []byte, budget int, lim limits) (h headers, left int, err error) {
 	h.length = -1
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			if err == bufio.ErrBufferFull {
-				return h, errProto("header line longer than 16 KiB")
-			}
-			return h, statusErr(err)
+			return h, budget, headErr(err, len(line) > budget, lim)
+		}
+		if budget -= len(line); budget < 0 {
+			return h, budget, errHeaderTooLarge(lim.header)
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
-			return h, nil
+			return h, budget, nil
 		}
 		if err := h.parseLine(line, origin); err != nil {
-			return h, err
+			return h, budget, err
 		}
 	}
 }
@@ -394,7 +455,7 @@ func parseUint(b []byte, base int64) (int64, bool) {
 	return n, true
 }
 
-func discardChunked(br *bufio.Reader) (total int64, err error) {
+func discardChunked(br *bufio.Reader, lim limits) (total int64, err error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -410,11 +471,14 @@ func discardChunked(br *bufio.Reader) (total int64, err error) {
 			return total, errProto("bad chunk size %q", trim(line))
 		}
 		if size == 0 {
-			// Trailers end with an empty line.
-			if _, err := readHeaders(br, nil); err != nil {
+			// Trailers end with an empty line; they have a head's budget.
+			if _, _, err := readHeaders(br, nil, lim.header, lim); err != nil {
 				return total, err
 			}
 			return total, nil
+		}
+		if size > lim.body-total {
+			return total, errBodyTooLarge(lim.body)
 		}
 		n, err := br.Discard(int(size))
 		total += int64(n)

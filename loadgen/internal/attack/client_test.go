@@ -392,7 +392,7 @@ func FuzzReadResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, head bool) {
 		br := bufio.NewReaderSize(bytes.NewReader(in), 16<<10)
-		res, _, err := readResponse(br, head, []byte("go"))
+		res, _, err := readResponse(br, head, []byte("go"), defaultLimits)
 		if err == nil && (res.code < 100 || res.code > 999) {
 			t.Fatalf("accepted status %d", res.code)
 		}
@@ -404,7 +404,8 @@ func FuzzReadResponse(f *testing.F) {
 
 // FuzzParserMatchesReadResponse: the event loop's incremental parser, fed
 // the input in chunks of any size, reaches the same verdict as the bufio
-// parser: same status, body bytes, keep-alive and error reason.
+// parser: same status, body bytes, keep-alive and error reason. With the
+// top bit of chunk set both run under small limits, drawn from chunk.
 func FuzzParserMatchesReadResponse(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
@@ -416,10 +417,16 @@ func FuzzParserMatchesReadResponse(f *testing.F) {
 	} {
 		f.Add([]byte(s), false, uint8(1))
 		f.Add([]byte(s), false, uint8(7))
+		f.Add([]byte(s), false, uint8(0x80|5))
+		f.Add([]byte(s), false, uint8(0x80|12))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, head bool, chunk uint8) {
-		want, wantKeep, wantErr := readResponse(bufio.NewReaderSize(bytes.NewReader(in), 16<<10), head, []byte("go"))
-		p := respParser{head: head, origin: []byte("go")}
+		lim := defaultLimits
+		if chunk&0x80 != 0 {
+			lim = limits{header: 20 + 4*int(chunk&0x3f), body: int64(chunk & 0x7)}
+		}
+		want, wantKeep, wantErr := readResponse(bufio.NewReaderSize(bytes.NewReader(in), 16<<10), head, []byte("go"), lim)
+		p := respParser{head: head, origin: []byte("go"), lim: lim}
 		var buf []byte
 		var done bool
 		var err error

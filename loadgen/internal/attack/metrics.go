@@ -56,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m := &Metrics{
 		requests:    counter("proxybench_requests_total", "Requests completed with an HTTP status, by status code.", "code"),
-		errors:      counter("proxybench_request_errors_total", "Requests that got no HTTP status, by reason (timeout, refused, reset, eof, protocol, canceled, other).", "reason"),
+		errors:      counter("proxybench_request_errors_total", "Requests that got no complete HTTP response, by reason (timeout, refused, reset, eof, protocol, header_too_large, body_too_large, canceled, other).", "reason"),
 		duration:    hist("proxybench_request_duration_seconds", "Request latency until the last body byte: from the intended send time in open loop (coordinated omission corrected), from the actual send time in closed loop."),
 		bytes:       counter("proxybench_response_bytes_total", "Response body bytes read."),
 		inFlight:    gauge("proxybench_requests_in_flight", "Requests sent and not yet completed, summed over the attacks running with these labels."),
@@ -84,12 +84,14 @@ const (
 	reasonReset
 	reasonEOF
 	reasonProtocol
+	reasonHeaderTooLarge
+	reasonBodyTooLarge
 	reasonCanceled
 	reasonOther
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"timeout", "refused", "reset", "eof", "protocol", "canceled", "other"}
+var reasonNames = [numReasons]string{"timeout", "refused", "reset", "eof", "protocol", "header_too_large", "body_too_large", "canceled", "other"}
 
 func (r errReason) String() string { return reasonNames[r] }
 

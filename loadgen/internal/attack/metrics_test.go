@@ -123,6 +123,8 @@ func TestMetricsCountEverything(t *testing.T) {
 		`proxybench_open_loop_lag_seconds_count{origin="fast",proxy="caddy",scenario="simple"} ` + all,
 		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
 		`proxybench_request_errors_late_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
+		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="header_too_large",scenario="simple"} 0`,
+		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="body_too_large",scenario="simple"} 0`,
 	}
 	if res.Late > 0 { // the late series of a code exists once one was late
 		wants = append(wants, `proxybench_requests_late_total{code="418",origin="fast",proxy="caddy",scenario="simple"} `+itoa(int(res.Late)))

@@ -7,32 +7,85 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 )
 
 // stdDoer sends through net/http: used for https URLs (the lean client
 // speaks plain HTTP/1.1 only) and as the reference the lean client is
-// benchmarked and tested against (WithNetHTTP).
+// benchmarked and tested against (WithNetHTTP). It applies the same
+// response limits: the head's through the Transport, the body's itself.
 type stdDoer struct {
 	client *http.Client
 	spec   *Spec
 	origin string
+	lim    limits
 	buf    []byte
+	lr     io.LimitedReader
+	trace  *httptrace.ClientTrace
+	conn   net.Conn // the connection of the current request (GotConn)
 }
 
 func newStdTransport(s *Spec, conns int) *http.Transport {
+	dialer := &net.Dialer{KeepAlive: -1}
 	return &http.Transport{
-		Proxy:               nil, // never a proxy from the environment: we measure the target
-		DialContext:         (&net.Dialer{KeepAlive: -1}).DialContext,
-		DisableCompression:  true,
-		DisableKeepAlives:   s.NewConnPerRequest,
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   false,
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
-		TLSClientConfig:     &tls.Config{},
+		Proxy: nil, // never a proxy from the environment: we measure the target
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &countConn{Conn: c}, nil
+		},
+		DisableCompression:     true,
+		DisableKeepAlives:      s.NewConnPerRequest,
+		MaxIdleConns:           conns,
+		MaxIdleConnsPerHost:    conns,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: int64(specLimits(s).header), // 1xx heads included, as the lean client counts
+		ForceAttemptHTTP2:      false,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
+		TLSClientConfig:        &tls.Config{},
 	}
+}
+
+func newStdDoer(client *http.Client, s *Spec) *stdDoer {
+	d := &stdDoer{client: client, spec: s, origin: s.ExpectOrigin, lim: specLimits(s)}
+	d.trace = &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { d.conn = info.Conn }}
+	return d
+}
+
+// countConn counts the bytes read since the last write, i.e. of the
+// response to the request written last: net/http reports a head beyond
+// MaxResponseHeaderBytes with an error of no type of its own, and this is
+// how it is told from other failures without reading the message.
+type countConn struct {
+	net.Conn
+	read atomic.Int64
+}
+
+func (c *countConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c *countConn) Write(p []byte) (int, error) {
+	c.read.Store(0)
+	return c.Conn.Write(p)
+}
+
+// headTooLarge tells whether err, from Client.Do, is net/http giving up on
+// a head beyond the limit: an error of no known kind after the connection
+// delivered at least the limit (the Transport reads exactly up to it).
+func (d *stdDoer) headTooLarge(err error) bool {
+	c := d.conn
+	if t, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = t.NetConn()
+	}
+	cc, ok := c.(*countConn)
+	return ok && classify(err) == reasonOther && cc.read.Load() >= int64(d.lim.header)
 }
 
 func (d *stdDoer) do(deadline time.Time) (response, error) {
@@ -46,7 +99,8 @@ func (d *stdDoer) do(deadline time.Time) (response, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	req, err := http.NewRequestWithContext(ctx, method, d.spec.URL, body)
+	d.conn = nil
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, d.trace), method, d.spec.URL, body)
 	if err != nil {
 		return response{}, err
 	}
@@ -61,14 +115,25 @@ func (d *stdDoer) do(deadline time.Time) (response, error) {
 	}
 	res, err := d.client.Do(req)
 	if err != nil {
+		if d.headTooLarge(err) {
+			return response{}, errHeaderTooLarge(d.lim.header)
+		}
 		return response{}, err
 	}
+	// Closing a body that was not read to its end closes the connection.
 	defer res.Body.Close()
+	if res.Body != http.NoBody && res.ContentLength > d.lim.body {
+		return response{}, errBodyTooLarge(d.lim.body)
+	}
 	if d.buf == nil {
 		d.buf = make([]byte, 32<<10)
 	}
-	n, err := io.CopyBuffer(io.Discard, res.Body, d.buf)
+	d.lr = io.LimitedReader{R: res.Body, N: d.lim.body + 1}
+	n, err := io.CopyBuffer(io.Discard, &d.lr, d.buf)
 	r := response{code: res.StatusCode, bytes: n, originOK: d.origin == "" || res.Header.Get("X-Origin") == d.origin}
+	if err == nil && n > d.lim.body {
+		return r, errBodyTooLarge(d.lim.body)
+	}
 	return r, err
 }
 

@@ -12,12 +12,14 @@ import (
 type respParser struct {
 	head   bool
 	origin []byte
+	lim    limits
 
 	state  pstate
 	seen   bool // any byte of this response consumed
 	minor  int
 	h      headers
 	remain int64 // body or chunk bytes still to come
+	hused  int   // bytes of the head (interim responses included), then of the trailers
 	resp   response
 	keep   bool
 }
@@ -40,7 +42,7 @@ const (
 const maxLine = 16 << 10
 
 func (p *respParser) reset() {
-	*p = respParser{head: p.head, origin: p.origin}
+	*p = respParser{head: p.head, origin: p.origin, lim: p.lim}
 }
 
 // feed consumes bytes from b; done is true once a whole response has been
@@ -70,18 +72,34 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 			p.state = pChunkCRLF
 			continue
 		case pUntilClose:
-			p.resp.bytes += int64(len(b) - n)
+			k := int64(len(b) - n)
+			if k > p.lim.body-p.resp.bytes {
+				return n, false, errBodyTooLarge(p.lim.body)
+			}
+			p.resp.bytes += k
 			return len(b), false, nil
 		}
+		inHead := p.state == pStatus || p.state == pHeaders || p.state == pTrailers
 		i := bytes.IndexByte(b[n:], '\n')
 		if i < 0 {
-			if len(b)-n >= maxLine {
+			rest := len(b) - n
+			switch {
+			case rest >= maxLine && inHead:
+				return n, false, errLineTooLong
+			case rest >= maxLine:
 				return n, false, errProto("line longer than 16 KiB")
+			case inHead && rest > p.lim.header-p.hused:
+				return n, false, errHeaderTooLarge(p.lim.header)
 			}
 			return n, false, nil
 		}
 		raw := b[n : n+i+1]
 		n += i + 1
+		if inHead {
+			if p.hused += len(raw); p.hused > p.lim.header {
+				return n, false, errHeaderTooLarge(p.lim.header)
+			}
+		}
 		line := bytes.TrimRight(raw, "\r\n")
 		switch p.state {
 		case pStatus:
@@ -115,6 +133,8 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 				return n, true, nil
 			case p.h.chunked:
 				p.state = pChunkSize
+			case p.h.length > p.lim.body:
+				return n, false, errBodyTooLarge(p.lim.body)
 			case p.h.length >= 0:
 				p.remain = p.h.length
 				if p.remain == 0 {
@@ -136,7 +156,11 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 			}
 			if size == 0 {
 				p.state = pTrailers
+				p.hused = 0 // the trailers have a head's budget
 				continue
+			}
+			if size > p.lim.body-p.resp.bytes {
+				return n, false, errBodyTooLarge(p.lim.body)
 			}
 			p.remain = size
 			p.state = pChunkData

@@ -55,7 +55,16 @@ type Spec struct {
 
 	Duration time.Duration // measured part (ignored for Stages: sum of stage durations)
 	Warmup   time.Duration // traffic before the window, excluded from Result (but visible in Prometheus counters)
-	Timeout  time.Duration // per request, default 10 s
+	Timeout  time.Duration // per request, default 10 s: dial, write and the whole response
+
+	// Bounds on one response, 0 = the default. A response whose head
+	// (status line and header lines, 1xx interim responses included) or
+	// chunked trailers go beyond MaxHeaderBytes, or any line of them beyond
+	// 16 KiB, is an error with reason header_too_large; one whose body goes
+	// beyond MaxBodyBytes (a larger Content-Length fails at once) is an
+	// error with reason body_too_large. Either way its connection is closed.
+	MaxHeaderBytes int   // default 64 KiB
+	MaxBodyBytes   int64 // default 64 MiB
 
 	NewConnPerRequest bool   // default keep-alive pool
 	ExpectOrigin      string // responses whose X-Origin differs are counted as WrongOrigin

@@ -12,7 +12,30 @@ import (
 const (
 	DefaultTimeout     = 10 * time.Second
 	DefaultMaxInFlight = 10000
+	// DefaultMaxHeaderBytes bounds a response head. The lab's heads are a
+	// few hundred bytes, and the proxies under test refuse far smaller
+	// upstream heads than this by default (nginx proxy_buffer_size 4 or 8
+	// KiB, HAProxy tune.bufsize 16 KiB); net/http's client allows 10 MiB.
+	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultMaxBodyBytes is 64 times the largest body of the scenarios
+	// (payload-1m) and 4 times the largest the origins serve (/bytes/ up
+	// to 16 MiB).
+	DefaultMaxBodyBytes = 64 << 20
 )
+
+var defaultLimits = limits{header: DefaultMaxHeaderBytes, body: DefaultMaxBodyBytes}
+
+// specLimits is the response bounds of s, defaults for what is unset.
+func specLimits(s *Spec) limits {
+	l := limits{header: s.MaxHeaderBytes, body: s.MaxBodyBytes}
+	if l.header <= 0 {
+		l.header = defaultLimits.header
+	}
+	if l.body <= 0 {
+		l.body = defaultLimits.body
+	}
+	return l
+}
 
 // validate checks s and fills in defaults. Every error names the field and
 // what to do, and comes before any traffic.
@@ -49,6 +72,18 @@ func (s *Spec) validate() error {
 	}
 	if s.Timeout < 0 {
 		bad("spec Timeout %v is negative: use a positive per-request timeout such as 10s", s.Timeout)
+	}
+	if s.MaxHeaderBytes == 0 {
+		s.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if s.MaxHeaderBytes < 0 {
+		bad("spec MaxHeaderBytes %d is negative: use a positive bound such as %d (0 = the default)", s.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	}
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.MaxBodyBytes < 0 {
+		bad("spec MaxBodyBytes %d is negative: use a positive bound such as %d (0 = the default)", s.MaxBodyBytes, DefaultMaxBodyBytes)
 	}
 	if s.Warmup < 0 {
 		bad("spec Warmup %v is negative: use 0 for no warm-up", s.Warmup)

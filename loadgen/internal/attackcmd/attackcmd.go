@@ -52,6 +52,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&s.Duration, "d", 10*time.Second, "measured duration (after warm-up)")
 	fs.DurationVar(&s.Warmup, "warmup", 0, "traffic before the measured window, excluded from the summary")
 	fs.DurationVar(&s.Timeout, "timeout", attack.DefaultTimeout, "per-request timeout")
+	fs.IntVar(&s.MaxHeaderBytes, "max-header-bytes", attack.DefaultMaxHeaderBytes, "a response head (1xx included) or trailers beyond this is an error, reason header_too_large")
+	fs.Int64Var(&s.MaxBodyBytes, "max-body-bytes", attack.DefaultMaxBodyBytes, "a response body beyond this is an error, reason body_too_large")
 	fs.StringVar(&o.mode, "mode", "", "closed, open or stages (default: open with -rate, stages with -stages, else closed)")
 	fs.StringVar(&o.stages, "stages", "", `ramping stages "DUR:TARGET,...", e.g. "10s:100,20s:500"`)
 	fs.StringVar(&s.StageKind, "stage-kind", attack.StageRate, "what -stages ramps: rate (open loop) or concurrency (closed loop)")

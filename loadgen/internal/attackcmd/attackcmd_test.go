@@ -93,6 +93,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-url", "http://127.0.0.1:1/", "-engine", "turbo"}, `-engine "turbo"`},
 		{[]string{"-url", "http://127.0.0.1:1/", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-url", "http://127.0.0.1:1/", "-mode", "open"}, "open loop needs a positive rate"},
+		{[]string{"-url", "http://127.0.0.1:1/", "-max-header-bytes", "-1"}, "spec MaxHeaderBytes -1 is negative"},
+		{[]string{"-url", "http://127.0.0.1:1/", "-max-body-bytes", "-1"}, "spec MaxBodyBytes -1 is negative"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Parallel()
@@ -102,6 +104,18 @@ func TestBadFlags(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+func TestLimitFlags(t *testing.T) {
+	t.Parallel()
+	o, err := parse([]string{"-url", "http://127.0.0.1:1/"}, io.Discard)
+	if err != nil || o.spec.MaxHeaderBytes != attack.DefaultMaxHeaderBytes || o.spec.MaxBodyBytes != attack.DefaultMaxBodyBytes {
+		t.Fatalf("defaults: %v, header %d body %d", err, o.spec.MaxHeaderBytes, o.spec.MaxBodyBytes)
+	}
+	o, err = parse([]string{"-url", "http://127.0.0.1:1/", "-max-header-bytes", "1024", "-max-body-bytes", "5000000000"}, io.Discard)
+	if err != nil || o.spec.MaxHeaderBytes != 1024 || o.spec.MaxBodyBytes != 5_000_000_000 {
+		t.Fatalf("set: %v, header %d body %d", err, o.spec.MaxHeaderBytes, o.spec.MaxBodyBytes)
 	}
 }
 

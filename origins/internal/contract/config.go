@@ -3,7 +3,9 @@ package contract
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"proxybench/internal/stack"
 )
@@ -32,7 +34,12 @@ func LoadConfig(getenv func(string) string, defaultName string) (Config, error) 
 	}
 	host := "127.0.0.1"
 	if v := getenv("LISTEN_ADDR"); v != "" {
-		host = v
+		// A host alone: [::1] is written the URL way, and a value with a
+		// port or a stray colon would make an address nothing can listen on.
+		host = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		if _, err := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]/ \t\r\n") || strings.Contains(host, ":") && err != nil {
+			return Config{}, fmt.Errorf("LISTEN_ADDR %q: want a host or IP address without a port, e.g. 127.0.0.1, 0.0.0.0 or ::1", v)
+		}
 	}
 	port := o.Port
 	if v := getenv("PORT"); v != "" {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,18 +69,25 @@ func EncodeJSON(r *report.Report) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Read loads a report.json and checks its schema.
+// Read loads a report.json and checks its schema. Every error names the
+// file and how to rebuild it.
 func Read(path string) (*report.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
+	// The run the file belongs to: results/<run>/report.json or
+	// results/history/<run>/report.json.
+	run := filepath.Base(filepath.Dir(path))
 	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
+		return nil, fmt.Errorf("decode %s: %w (damaged or not a report: rebuild it with `make report RUN=%s`)", path, err, run)
 	}
 	if r.Schema != report.SchemaVersion {
-		return nil, fmt.Errorf("%s has schema %q, this reporter reads %q: rebuild it with `make report RUN=%s`", path, r.Schema, report.SchemaVersion, r.Run)
+		if r.Run != "" && len(r.Run) <= 64 && !strings.ContainsFunc(r.Run, func(c rune) bool { return c <= ' ' || c == '`' || c > '~' }) {
+			run = r.Run // the id it names, when it is one
+		}
+		return nil, fmt.Errorf("%s has schema %q, this reporter reads %q: rebuild it with `make report RUN=%s`", path, r.Schema, report.SchemaVersion, run)
 	}
 	return &r, nil
 }
