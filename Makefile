@@ -23,7 +23,7 @@ empty :=
 space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
-PHONY_EXTRA := prepare perf-exporter bench-slow10k
+PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 .PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
 
 help: ## this list
