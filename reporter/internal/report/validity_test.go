@@ -52,6 +52,9 @@ func TestJudge(t *testing.T) {
 		{"loadgen peak under", func(c *Cell) { c.LoadgenCPU.PeakCores = 1.95 }, false, Valid, ""},
 		{"throttled", func(c *Cell) { c.LoadgenCPU.ThrottledShare = 0.11 }, false, Invalid, FlagLoadgenBound},
 		{"run delay", func(c *Cell) { c.LoadgenCPU.RunDelayShare = 0.11 }, false, Suspect, FlagLoadgenBound},
+		// An open loop's measured lag is the direct reading of late sends.
+		{"run delay, open loop on time", func(c *Cell) { c.LoadgenCPU.RunDelayShare, c.LoadgenCPU.LagP99Seconds = 0.2, 0.004 }, false, Valid, ""},
+		{"run delay, open loop late", func(c *Cell) { c.LoadgenCPU.RunDelayShare, c.LoadgenCPU.LagP99Seconds = 0.2, 0.02 }, false, Suspect, FlagLoadgenBound},
 		{"pressure", func(c *Cell) { c.LoadgenCPU.PressureShare = 0.26 }, false, Suspect, FlagLoadgenBound},
 		{"pressure 24 %", func(c *Cell) { c.LoadgenCPU.PressureShare = 0.24 }, false, Valid, ""},
 		{"lag", func(c *Cell) { c.LoadgenCPU.LagP99Seconds = 0.0101 }, false, Suspect, FlagLoadgenBound},
