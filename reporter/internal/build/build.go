@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +104,7 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 		var proxies []string
 		seen := map[string]bool{}
 		for _, w := range windows {
-			from, to = minTime(from, w.Start), maxTime(to, w.End)
+			from, to = collect.MinTime(from, w.Start), collect.MaxTime(to, w.End)
 			if !seen[w.Proxy] {
 				seen[w.Proxy] = true
 				proxies = append(proxies, w.Proxy)
@@ -203,19 +202,6 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	return r, nil
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
 
 func isGo(proxy string) bool {
 	p, err := stack.LookupProxy(proxy)
@@ -319,12 +305,7 @@ func mergeWindows(prom []collect.Window, m *manifest.Manifest) (out []collect.Wi
 			out = append(out, w)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Start.Equal(out[j].Start) {
-			return out[i].Start.Before(out[j].Start)
-		}
-		return out[i].ID < out[j].ID
-	})
+	collect.SortWindows(out)
 	return out, onlyManifest
 }
 

@@ -146,7 +146,7 @@ func FetchScrapes(ctx context.Context, c *promapi.Client, windows []Window, serv
 	}
 	from, to := windows[0].Start, windows[0].TrafficEnd()
 	for _, w := range windows {
-		from, to = minT(from, w.Start), maxT(to, w.TrafficEnd())
+		from, to = MinTime(from, w.Start), MaxTime(to, w.TrafficEnd())
 	}
 	s.Baseline = from.Add(-MarginBefore - Quiet)
 	// A minute on each side: the baseline scrape before the first window,
@@ -178,7 +178,7 @@ func FetchScrapes(ctx context.Context, c *promapi.Client, windows []Window, serv
 func rawTimes(ctx context.Context, c *promapi.Client, sel, by string, from, to time.Time) (map[string][]time.Time, error) {
 	out := map[string][]time.Time{}
 	for lo := from; lo.Before(to); lo = lo.Add(scrapeChunk) {
-		hi := minT(lo.Add(scrapeChunk), to)
+		hi := MinTime(lo.Add(scrapeChunk), to)
 		res, err := c.QueryMatrix(ctx, fmt.Sprintf("%s[%s] @ %s", sel, promapi.Duration(hi.Sub(lo)), promapi.FormatTime(hi)), hi)
 		if err != nil {
 			return nil, err
@@ -260,14 +260,16 @@ func allowedGap(lost int, interval time.Duration) time.Duration {
 	return time.Duration(lost+1)*interval + interval/2
 }
 
-func minT(a, b time.Time) time.Time {
+// MinTime is the earlier of a and b.
+func MinTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
 	}
 	return a
 }
 
-func maxT(a, b time.Time) time.Time {
+// MaxTime is the later of a and b.
+func MaxTime(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}

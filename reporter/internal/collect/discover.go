@@ -103,13 +103,18 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		w.ProxyCPUSeconds, w.LoadgenCPUSeconds = value(proxyCPU, id), value(lgCPU, id)
 		out = append(out, w)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Start.Equal(out[j].Start) {
-			return out[i].Start.Before(out[j].Start)
-		}
-		return out[i].ID < out[j].ID
-	})
+	SortWindows(out)
 	return out, nil
+}
+
+// SortWindows orders windows by start, then id.
+func SortWindows(ws []Window) {
+	sort.SliceStable(ws, func(i, j int) bool {
+		if !ws[i].Start.Equal(ws[j].Start) {
+			return ws[i].Start.Before(ws[j].Start)
+		}
+		return ws[i].ID < ws[j].ID
+	})
 }
 
 func value(m map[string]promapi.Sample, id string) *float64 {
