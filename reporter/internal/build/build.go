@@ -202,7 +202,6 @@ func Build(ctx context.Context, cfg Config) (*report.Report, error) {
 	return r, nil
 }
 
-
 func isGo(proxy string) bool {
 	p, err := stack.LookupProxy(proxy)
 	return err == nil && p.Go
