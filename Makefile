@@ -24,7 +24,7 @@ space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
-.PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine fmt vet clean
+.PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine clean
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -89,5 +89,5 @@ fuzz: ## every Fuzz target of the repository, fuzzed for a share of 75 s (FUZZTI
 test-e2e: ## the real stack: up, preflight, quick bench with assertions, dashboards against live Prometheus, down
 	@scripts/e2e.sh
 
-clean: ## remove built binaries and local results (keeps the image and tool caches)
-	rm -rf .cache/dist
+clean: ## remove the built binaries and the end-to-end results (keeps results/, the images and the tool caches)
+	rm -rf .cache/dist .cache/e2e-results
