@@ -114,13 +114,18 @@ func runCells(t *testing.T, results, run string, wrap []string, extra ...string)
 	return reportCells(t, results, run)
 }
 
+// promURL is the stack's Prometheus (PROXYBENCH_PROM, default the local one).
+func promURL() string {
+	if p := os.Getenv("PROXYBENCH_PROM"); p != "" {
+		return p
+	}
+	return "http://127.0.0.1:9090"
+}
+
 // reportCells runs `reporter build` and returns report.json's cells by id.
 func reportCells(t *testing.T, results, run string) map[string]flagCell {
 	t.Helper()
-	prom := os.Getenv("PROXYBENCH_PROM")
-	if prom == "" {
-		prom = "http://127.0.0.1:9090"
-	}
+	prom := promURL()
 	out, err := exec.Command(bin(t, "reporter"), "build", "-prom", prom, "-run", run, "-results", results).CombinedOutput()
 	if code := exitCode(err); code != 0 && code != 3 { // 3: report written, an SLO failed
 		t.Fatalf("reporter: %v\n%s", err, out)

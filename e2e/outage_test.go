@@ -210,10 +210,7 @@ func TestPrometheusOutageMidRun(t *testing.T) {
 		_ = exec.Command("docker", "start", "proxybench-prometheus").Run()
 		waitHealthy(t, "proxybench-prometheus", 90*time.Second)
 	})
-	prom := os.Getenv("PROXYBENCH_PROM")
-	if prom == "" {
-		prom = "http://127.0.0.1:9090"
-	}
+	prom := promURL()
 	results := t.TempDir()
 	run := "promgap-" + time.Now().UTC().Format("150405")
 	cmd, lines := startRun(t, ctx, results, run, "-tier", "5s", "-repeats", "4", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")

@@ -237,10 +237,7 @@ func TestDockerFilterRefusesWrites(t *testing.T) {
 
 // TestPrometheusAdminAPIsOff asks Prometheus to reload, quit and snapshot.
 func TestPrometheusAdminAPIsOff(t *testing.T) {
-	prom := os.Getenv("PROXYBENCH_PROM")
-	if prom == "" {
-		prom = "http://127.0.0.1:9090"
-	}
+	prom := promURL()
 	for _, rq := range []struct{ method, path string }{{"POST", "/-/reload"}, {"POST", "/-/quit"}, {"POST", "/api/v1/admin/tsdb/snapshot"},
 		{"POST", "/api/v1/admin/tsdb/delete_series?match[]=up"}} {
 		req, _ := http.NewRequest(rq.method, prom+rq.path, nil)

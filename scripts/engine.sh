@@ -19,6 +19,9 @@ say() { printf 'engine: %s\n' "$*" >&2; }
 
 have_compose() { docker compose version >/dev/null 2>&1; }
 
+# live_restore_config turns live-restore on for the next start or reload.
+live_restore_config() { mkdir -p /etc/docker && echo '{"live-restore": true}' >/etc/docker/daemon.json; }
+
 systemd_docker() { command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet docker 2>/dev/null; }
 
 # live_restore: on for a daemon this script runs (no systemd unit), by the
@@ -29,7 +32,7 @@ live_restore() {
     say "note: dockerd runs without live-restore: restarting it stops the stack (set \"live-restore\": true in /etc/docker/daemon.json)"
     return 0
   fi
-  mkdir -p /etc/docker && echo '{"live-restore": true}' >/etc/docker/daemon.json
+  live_restore_config
   pkill -HUP -x dockerd || true
   for _ in $(seq 1 20); do
     [ "$(docker info -f '{{.LiveRestoreEnabled}}' 2>/dev/null)" = true ] && return 0
@@ -71,7 +74,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if ! docker info >/dev/null 2>&1; then
-  [ -s /etc/docker/daemon.json ] || { mkdir -p /etc/docker && echo '{"live-restore": true}' >/etc/docker/daemon.json; }
+  [ -s /etc/docker/daemon.json ] || live_restore_config
   say "starting dockerd (log: $LOG_DIR/dockerd.log)"
   # No systemd on such hosts: run the daemon ourselves, detached from this shell.
   if ! pgrep -x dockerd >/dev/null; then

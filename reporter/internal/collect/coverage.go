@@ -112,7 +112,11 @@ func (l ScrapeLog) check(job string, from, to time.Time, baseline time.Duration,
 	}
 	c.GapFrom, c.GapTo = prev, to
 	longest := time.Duration(-1)
-	for _, t := range append(append([]time.Time(nil), l.Times[i0:i1]...), to) {
+	for i := i0; i <= i1; i++ {
+		t := to // the stretch after the last scrape runs to the span's end
+		if i < i1 {
+			t = l.Times[i]
+		}
 		if g := t.Sub(prev); g > longest {
 			longest, c.GapFrom, c.GapTo = g, prev, t
 		}
