@@ -176,7 +176,7 @@ type VariantCounts struct {
 	Codes            map[int]int64
 }
 
-// Rate is n per second of the window; 0 for an empty window.
+// Rate is k per second of the window; 0 for an empty window.
 func (n Counts) Rate(k int64) float64 {
 	if n.WindowS <= 0 {
 		return 0
