@@ -109,17 +109,17 @@ func run(t *testing.T, args ...string) *manifest.Manifest {
 	return m
 }
 
-// cells splits a manifest's cells into those that ran (by id) and the
-// skipped ones (id -> reason), failing on any other status.
-func cells(t *testing.T, m *manifest.Manifest) (ran map[string]manifest.Cell, skipped map[string]string) {
+// cells splits a manifest's cells into those that ran and the skipped ones
+// (both by id), failing on any other status.
+func cells(t *testing.T, m *manifest.Manifest) (ran, skipped map[string]manifest.Cell) {
 	t.Helper()
-	ran, skipped = map[string]manifest.Cell{}, map[string]string{}
+	ran, skipped = map[string]manifest.Cell{}, map[string]manifest.Cell{}
 	for _, c := range m.Cells {
 		switch c.Status {
 		case manifest.CellOK:
 			ran[c.ID] = c
 		case manifest.CellSkipped:
-			skipped[c.ID] = c.Reason
+			skipped[c.ID] = c
 		default:
 			t.Errorf("cell %s %s: %s", c.ID, c.Status, c.Reason)
 		}

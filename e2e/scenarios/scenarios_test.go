@@ -12,44 +12,44 @@ import (
 
 var allProxies = []string{"nginx", "haproxy", "traefik", "caddy"}
 
-// supportMatrix is docs/scenarios.md's table for the scenarios some proxy
-// cannot do natively: a cell there must be skipped as n/a with a reason,
-// never run and never silently dropped.
-var notSupported = map[string]string{"traefik.auth": "n/a: ", "caddy.ratelimit": "n/a: "}
+// notSupported is docs/scenarios.md's table for the scenarios some proxy
+// cannot do natively: a cell there must be skipped as not applicable with
+// a reason, never run and never silently dropped.
+var notSupported = map[string]bool{"traefik.auth": true, "caddy.ratelimit": true}
 
-func checkSupport(t *testing.T, scenario string, ran map[string]struct{}, skipped map[string]string) {
+func checkSupport(t *testing.T, scenario string, ran map[string]struct{}, skipped map[string]manifest.Cell) {
 	t.Helper()
 	for _, p := range allProxies {
 		id := p + ".fast." + scenario
 		_, didRun := ran[id]
-		why, wasSkipped := skipped[id]
-		if prefix, na := notSupported[p+"."+scenario]; na {
-			if !wasSkipped || !strings.HasPrefix(why, prefix) || len(why) < 20 {
-				t.Errorf("%s: want skipped as n/a with a reason, got ran=%v skip=%q", id, didRun, why)
+		c, wasSkipped := skipped[id]
+		if notSupported[p+"."+scenario] {
+			if !wasSkipped || c.Skip == nil || c.Skip.Kind != manifest.SkipNotApplicable || len(c.Skip.Reason) < 15 || c.Reason != c.Skip.Text() {
+				t.Errorf("%s: want skipped as not applicable with a reason, got ran=%v skip=%+v reason=%q", id, didRun, c.Skip, c.Reason)
 			}
 			continue
 		}
 		if !didRun {
-			t.Errorf("%s: did not run (skip %q)", id, why)
+			t.Errorf("%s: did not run (skip %+v)", id, c.Skip)
 		}
 	}
 }
 
-func byScenario(t *testing.T, ran map[string]manifest.Cell, skipped map[string]string, scenario string) map[string]manifest.Cell {
+func byScenario(t *testing.T, ran, skipped map[string]manifest.Cell, scenario string) map[string]manifest.Cell {
 	t.Helper()
 	out := map[string]manifest.Cell{}
 	ids := map[string]struct{}{}
-	sk := map[string]string{}
+	sk := map[string]manifest.Cell{}
 	for _, c := range ran {
 		if c.Scenario == scenario {
 			out[c.Proxy] = c
 			ids[c.Proxy+".fast."+scenario] = struct{}{}
 		}
 	}
-	for id, why := range skipped {
+	for id, c := range skipped {
 		parts := strings.Split(id, ".")
 		if len(parts) > 2 && parts[2] == scenario {
-			sk[parts[0]+".fast."+scenario] = why
+			sk[parts[0]+".fast."+scenario] = c
 		}
 	}
 	checkSupport(t, scenario, ids, sk)

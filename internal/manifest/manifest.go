@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"proxybench/internal/atomicfile"
@@ -46,8 +47,60 @@ const (
 	CellOK      = "ok"      // ran its full window
 	CellFailed  = "failed"  // the proxy or origin broke; Reason says how
 	CellAborted = "aborted" // stopped by the user (Ctrl-C) before its end
-	CellSkipped = "skipped" // not run: unsupported scenario or failed preflight
+	CellSkipped = "skipped" // not run: Skip says why
 )
+
+// SkipKind is why a cell was not run.
+type SkipKind string
+
+// Skip kinds.
+const (
+	SkipNotApplicable SkipKind = "not_applicable"    // the proxy cannot do the scenario natively
+	SkipNotReady      SkipKind = "not_ready"         // the scenario is planned but sends no traffic yet
+	SkipProxy         SkipKind = "proxy_unavailable" // no running container for the proxy
+	SkipIsolation     SkipKind = "isolation_failed"  // the other proxies could not be paused
+	SkipPreflight     SkipKind = "preflight"         // the cell's route failed its preflight
+	SkipProxyDied     SkipKind = "proxy_died"        // the proxy died during an earlier cell
+	SkipInterrupted   SkipKind = "interrupted"       // the run was stopped before the cell
+	SkipDiskFull      SkipKind = "disk_full"         // the results disk filled up before the cell
+	// SkipUnspecified is an older manifest's skip whose text names no kind
+	// (see legacySkip).
+	SkipUnspecified SkipKind = "unspecified"
+)
+
+// Skip is why a cell was not run: its kind, for programs, and its reason,
+// for people. The cell's Reason holds Text().
+type Skip struct {
+	Kind   SkipKind `json:"kind"`
+	Reason string   `json:"reason"`
+}
+
+// naText starts the text of a not_applicable skip: the cell's Reason reads
+// "n/a: <reason>".
+const naText = "n/a: "
+
+// Text is the skip as the cell's Reason shows it: "n/a: <reason>" for a
+// proxy that cannot do the scenario, the reason itself otherwise.
+func (s *Skip) Text() string {
+	if s == nil {
+		return ""
+	}
+	if s.Kind == SkipNotApplicable {
+		return naText + s.Reason
+	}
+	return s.Reason
+}
+
+// legacySkip reads the skip of a cell from a manifest written before cells
+// carried Skip: such a manifest says n/a only by the "n/a: " start of the
+// cell's Reason, and nothing else about the cause. This is the one place
+// that reads that form.
+func legacySkip(reason string) *Skip {
+	if r, ok := strings.CutPrefix(reason, naText); ok {
+		return &Skip{Kind: SkipNotApplicable, Reason: r}
+	}
+	return &Skip{Kind: SkipUnspecified, Reason: reason}
+}
 
 // Cell is one proxy x origin x scenario x tier x repeat.
 type Cell struct {
@@ -71,7 +124,8 @@ type Cell struct {
 	End         time.Time  `json:"end"`
 
 	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"` // why it failed, aborted or was skipped (Skip.Text())
+	Skip   *Skip  `json:"skip,omitempty"`   // why it was skipped (status skipped)
 
 	Requests     int64            `json:"requests"`                // completed with an HTTP status
 	Errors       int64            `json:"errors"`                  // no HTTP status: transport errors
@@ -165,7 +219,8 @@ func Write(path string, m *Manifest) error {
 const notOurs = "restore it from a copy, or move it aside to build the report from Prometheus alone"
 
 // Read loads a manifest and checks its schema version. Every error names
-// the file.
+// the file. A skipped cell of an older manifest, which has no Skip, gets
+// the one its Reason implies (legacySkip).
 func Read(path string) (*Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -180,6 +235,11 @@ func Read(path string) (*Manifest, error) {
 	}
 	if m.Schema != SchemaVersion {
 		return nil, fmt.Errorf("manifest %s has schema %d, this build reads %d: rebuild the report with the matching proxybench version", path, m.Schema, SchemaVersion)
+	}
+	for i := range m.Cells {
+		if c := &m.Cells[i]; c.Status == CellSkipped && c.Skip == nil {
+			c.Skip = legacySkip(c.Reason)
+		}
 	}
 	return &m, nil
 }

@@ -39,7 +39,8 @@ func full() *Manifest {
 				Memory: &ProxyMemory{Container: "nginx", IdleBytes: 1, PeakBytes: 2, Held: 3, PerConnBytes: 0.3, Samples: 4, Unavailable: ""},
 				Churn:  &Churn{ConnsPerSec: 1000, TimeWait: 5, TimeWaitProxyPort: 4, PortRangeLow: 32768, PortRangeHigh: 60999, TwReuse: 2, PortPressure: 0.1},
 			},
-		}, {ID: "caddy.go.simple.quick.r1", Proxy: "caddy", Origin: "go", Scenario: "simple", Tier: "quick", Repeat: 1, Status: CellSkipped, Reason: "n/a"}},
+		}, {ID: "caddy.go.simple.quick.r1", Proxy: "caddy", Origin: "go", Scenario: "simple", Tier: "quick", Repeat: 1, Status: CellSkipped, Reason: "n/a: no plugin",
+			Skip: &Skip{Kind: SkipNotApplicable, Reason: "no plugin"}}},
 	}
 }
 

@@ -1,7 +1,3 @@
-// Package scenario owns what the loadgen and the reporter must agree on about
-// a scenario by name: today, the response statuses each scenario expects.
-// Any other status beyond a small share makes a cell unexpected_status, and
-// only expected statuses count as goodput.
 package scenario
 
 import (
@@ -9,21 +5,19 @@ import (
 	"strings"
 )
 
-// expected lists the status classes ("2xx") or exact codes ("401") a
-// scenario's responses may carry. A scenario missing here expects 2xx.
-var expected = map[string][]string{
-	"simple":    {"2xx"},
-	"auth":      {"2xx", "401"}, // 401 only for the invalid-key variants (checked per variant as auth_wrong)
-	"ratelimit": {"2xx", "429"}, // 429 only over the limit (checked as the precision of the limit)
+// Statuses are the statuses s expects, most common first: any other
+// status beyond a small share makes a cell unexpected_status, and only
+// expected statuses count as goodput. A nil s expects 2xx.
+func (s *Scenario) Statuses() []string {
+	if s == nil || len(s.Expected) == 0 {
+		return []string{"2xx"}
+	}
+	return slices.Clone(s.Expected)
 }
 
-// Expected returns the statuses scenario expects, most common first.
-func Expected(name string) []string {
-	if e, ok := expected[name]; ok {
-		return slices.Clone(e)
-	}
-	return []string{"2xx"}
-}
+// Expected returns the statuses the scenario called name expects (2xx for
+// a name not in the registry).
+func Expected(name string) []string { return Get(name).Statuses() }
 
 // Matches says whether the status code (e.g. "404") is one of exp: a
 // class such as "2xx" matches any three-digit code starting with its digit.

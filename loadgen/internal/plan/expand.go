@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"proxybench/internal/scenario"
 )
 
 // Cell is one planned proxy x origin x scenario x tier x repeat.
@@ -20,20 +22,12 @@ type Cell struct {
 	Rate        float64  `json:"rate_rps,omitempty"` // offered rate: open loop; rate stages: the schedule's average over the window
 	Duration    Duration `json:"duration"`
 	Warmup      Duration `json:"warmup"`
-	Skip        string   `json:"skip,omitempty"` // why it will not run (scenario not ready, or n/a for the proxy)
+	Skip        *Skip    `json:"skip,omitempty"` // why it will not run (scenario not ready, or n/a for the proxy)
 
-	// Scenario specifics (docs/scenarios.md), resolved from the scenario table.
-	Method     string    `json:"method,omitempty"`           // when not GET
-	Variants   []Variant `json:"variants,omitempty"`         // traffic mix, when more than one
-	BodyBytes  int64     `json:"body_bytes,omitempty"`       // response body bytes every 2xx carries
-	LimitRPS   float64   `json:"limit_rps,omitempty"`        // configured rate limit
-	LimitBurst float64   `json:"limit_burst,omitempty"`      // its burst
-	DelayS     float64   `json:"delay_seconds,omitempty"`    // slow: origin delay
-	NewConn    bool      `json:"new_conn_per_req,omitempty"` // churn
+	// The scenario resolved at expansion (internal/scenario): its numbers
+	// (docs/scenarios.md) and the registry entry they came from.
+	scenario.Shape
 }
-
-// NA is the prefix of Skip for a cell the proxy cannot do natively.
-const NA = "n/a: "
 
 // RepeatLabel is the repeat as the metric label value.
 func (c Cell) RepeatLabel() string { return strconv.Itoa(c.Repeat) }
@@ -66,15 +60,15 @@ func (p *Plan) Expand() (*Expanded, error) {
 			for r := 1; r <= p.Repeats; r++ {
 				for _, origin := range p.Origins {
 					for _, name := range p.Scenarios {
-						sc, err := LookupScenario(name)
+						sc, err := scenario.Lookup(name)
 						if err != nil {
 							return nil, err
 						}
 						c := Cell{
 							ID:    CellID(proxy, origin, name, t.Name, r),
 							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
-							Path: sc.Path(origin, p), Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
-							Duration: Duration(t.Duration), Skip: sc.NotReady,
+							Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
+							Duration: Duration(t.Duration),
 						}
 						if t.Duration >= WarmupThreshold {
 							c.Warmup = p.Warmup
@@ -93,28 +87,6 @@ func (p *Plan) Expand() (*Expanded, error) {
 		}
 	}
 	return x, nil
-}
-
-// applyScenario puts the scenario's own settings on the cell: its method,
-// mix and the numbers it is judged against, a fixed open loop where it has
-// one, and n/a where the proxy cannot do it natively.
-func (p *Plan) applyScenario(c *Cell, sc Scenario) {
-	if sc.Method != "" && sc.Method != "GET" {
-		c.Method = sc.Method
-	}
-	if v := sc.VariantsFor(p); len(v) > 1 {
-		c.Variants = v
-	}
-	c.BodyBytes, c.LimitRPS, c.LimitBurst, c.NewConn = sc.BodyBytes, sc.Limit, sc.Burst, sc.NewConnPerRequest
-	if sc.HoldsConnections {
-		c.DelayS = time.Duration(p.SlowDelay).Seconds()
-	}
-	if sc.OpenRate != nil {
-		c.Mode, c.Rate = "open", sc.OpenRate(p)
-	}
-	if why := sc.Support(c.Proxy); why != "" && c.Skip == "" {
-		c.Skip = NA + why
-	}
 }
 
 // mean is the schedule's own average rate over the measured window: the
@@ -148,7 +120,7 @@ func (x *Expanded) Estimate() time.Duration {
 	var d time.Duration
 	prev := ""
 	for i, c := range x.Cells {
-		if c.Skip != "" {
+		if c.Skip != nil {
 			continue
 		}
 		if i > 0 {

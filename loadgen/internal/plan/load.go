@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"proxybench/internal/scenario"
 )
 
 // field is one plan setting as a flag: the flag's help text and its parser
@@ -76,7 +78,7 @@ var fields = []field{
 	{name: "auth-invalid", usage: "scenario auth: `share` of requests with a missing or wrong API key (0.1 = 10%)",
 		get: func(p *Plan) string { return strconv.FormatFloat(p.AuthInvalid, 'g', -1, 64) },
 		set: floatField(func(p *Plan) *float64 { return &p.AuthInvalid })},
-	{name: "ratelimit-offered", usage: "scenario ratelimit: open-loop `rate` offered (requests/s) against the proxies' limit of " + strconv.Itoa(RateLimitRPS),
+	{name: "ratelimit-offered", usage: "scenario ratelimit: open-loop `rate` offered (requests/s) against the proxies' limit of " + strconv.Itoa(scenario.RateLimitRPS),
 		get: func(p *Plan) string { return strconv.FormatFloat(p.RateLimitOffered, 'g', -1, 64) },
 		set: floatField(func(p *Plan) *float64 { return &p.RateLimitOffered })},
 	{name: "slow-delay", usage: "scenario slow: origin `delay` per request (up to 20s)",
@@ -231,11 +233,7 @@ func durField(ptr func(*Plan) *Duration) func(*Plan, string) error {
 }
 
 func scenarioNames() string {
-	var n []string
-	for _, s := range Scenarios {
-		n = append(n, s.Name)
-	}
-	return strings.Join(n, ", ") + "; groups payload, all"
+	return strings.Join(scenario.Names(), ", ") + "; groups " + strings.Join(scenario.GroupNames(), ", ")
 }
 
 func yamlKeys() []string {

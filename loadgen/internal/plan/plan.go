@@ -1,7 +1,8 @@
 // Package plan owns what a benchmark run is asked to do: the Plan (from
 // flags and/or a strict YAML file), its defaults and validation at load time,
-// the tiers and the scenario table, and its expansion into the ordered list
-// of cells the runner executes. It sends no traffic and touches no Docker.
+// the tiers, and its expansion into the ordered list of cells the runner
+// executes, each with its scenario resolved from internal/scenario. It sends
+// no traffic and touches no Docker.
 package plan
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 )
 
@@ -31,7 +33,7 @@ type Plan struct {
 	Tier      string   `yaml:"tier" json:"tier"`           // quick|medium|soak|all or a comma list of durations
 	Proxies   []string `yaml:"proxies" json:"proxies"`     // in the order they run
 	Origins   []string `yaml:"origins" json:"origins"`     //
-	Scenarios []string `yaml:"scenarios" json:"scenarios"` // see Scenarios
+	Scenarios []string `yaml:"scenarios" json:"scenarios"` // internal/scenario names and groups
 
 	Mode        string   `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages
 	Concurrency int      `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
@@ -93,7 +95,7 @@ func Default() Plan {
 		SLO:         SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
 
 		AuthInvalid:      0.1,
-		RateLimitOffered: 1.5 * RateLimitRPS,
+		RateLimitOffered: 1.5 * scenario.RateLimitRPS,
 		SlowDelay:        Duration(2 * time.Second),
 	}
 }
@@ -106,7 +108,7 @@ var runIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // Finish fills the run id when empty, resolves Mode and expands scenario
 // groups.
 func (p *Plan) Finish(now time.Time) {
-	p.Scenarios = expandGroups(p.Scenarios)
+	p.Scenarios = scenario.ExpandGroups(p.Scenarios)
 	if p.Run == "" {
 		p.Run = RunID(now)
 	}
@@ -136,7 +138,7 @@ func (p *Plan) Validate() error {
 	}
 	checkNames(&errs, "proxies", p.Proxies, func(n string) error { _, err := stack.LookupProxy(n); return err })
 	checkNames(&errs, "origins", p.Origins, func(n string) error { _, err := stack.LookupOrigin(n); return err })
-	checkNames(&errs, "scenarios", p.Scenarios, func(n string) error { _, err := LookupScenario(n); return err })
+	checkNames(&errs, "scenarios", p.Scenarios, func(n string) error { _, err := scenario.Lookup(n); return err })
 
 	switch p.Mode {
 	case "closed":
@@ -205,10 +207,10 @@ func (p *Plan) Validate() error {
 		bad("auth_invalid %g: the share of auth traffic with a missing or wrong key, 0..1 (0.1 = 10%%)", p.AuthInvalid)
 	}
 	if !(p.RateLimitOffered > 0) || math.IsInf(p.RateLimitOffered, 0) {
-		bad("ratelimit_offered %g: the open-loop rate offered to the rate limit, > 0 req/s (above %d to test it)", p.RateLimitOffered, RateLimitRPS)
+		bad("ratelimit_offered %g: the open-loop rate offered to the rate limit, > 0 req/s (above %d to test it)", p.RateLimitOffered, scenario.RateLimitRPS)
 	}
-	if p.SlowDelay < 0 || time.Duration(p.SlowDelay) > MaxSlowDelay || time.Duration(p.SlowDelay)%time.Millisecond != 0 {
-		bad("slow_delay %s: whole milliseconds in 0..%s", p.SlowDelay, MaxSlowDelay)
+	if p.SlowDelay < 0 || time.Duration(p.SlowDelay) > scenario.MaxSlowDelay || time.Duration(p.SlowDelay)%time.Millisecond != 0 {
+		bad("slow_delay %s: whole milliseconds in 0..%s", p.SlowDelay, scenario.MaxSlowDelay)
 	}
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")

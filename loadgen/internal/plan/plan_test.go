@@ -191,7 +191,7 @@ func TestExpandOrderAndIDs(t *testing.T) {
 		}
 	}
 	c := x.Cells[0]
-	if c.Path != "/fast/" || c.Skip != "" || x.Cells[1].Skip == "" || x.Cells[1].Path != "/auth/fast/" {
+	if c.Path != "/fast/" || c.Skip != nil || x.Cells[1].Skip == nil || x.Cells[1].Path != "/auth/fast/" {
 		t.Errorf("paths/skip: %+v %+v", c, x.Cells[1])
 	}
 	if !x.LongRun {

@@ -1,57 +1,15 @@
 package plan
 
 import (
+	"encoding/json"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
-	"proxybench/internal/stack"
+	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 )
-
-func TestScenarioTable(t *testing.T) {
-	t.Parallel()
-	p := Default()
-	seen := map[string]bool{}
-	for _, sc := range Scenarios {
-		t.Run(sc.Name, func(t *testing.T) {
-			t.Parallel()
-			if sc.NotReady != "" {
-				t.Errorf("scenario %s is still not ready: %s", sc.Name, sc.NotReady)
-			}
-			if path := sc.Path("fast", &p); !strings.HasPrefix(path, "/") || !strings.Contains(path, "fast") {
-				t.Errorf("path %q does not route to origin fast", path)
-			}
-			for proxy, why := range sc.NA {
-				if _, err := stack.LookupProxy(proxy); err != nil || why == "" {
-					t.Errorf("n/a entry %q: %v (reason %q)", proxy, err, why)
-				}
-			}
-			var share float64
-			for _, v := range sc.VariantsFor(&p) {
-				share += v.Share
-			}
-			if math.Abs(share-1) > 1e-9 {
-				t.Errorf("variant shares add up to %g, want 1", share)
-			}
-		})
-		if seen[sc.Name] {
-			t.Errorf("scenario %s listed twice", sc.Name)
-		}
-		seen[sc.Name] = true
-	}
-	for g, members := range ScenarioGroups {
-		for _, m := range members {
-			if !seen[m] {
-				t.Errorf("group %s names unknown scenario %s", g, m)
-			}
-		}
-	}
-}
 
 func TestScenarioCells(t *testing.T) {
 	t.Parallel()
@@ -62,12 +20,15 @@ func TestScenarioCells(t *testing.T) {
 	}{
 		{"auth mix and n/a", "-proxies nginx,traefik -scenarios auth -auth-invalid 0.2", func(t *testing.T, cells map[string]Cell) {
 			c := cells["nginx.fast.auth.quick.r1"]
-			if c.Skip != "" || len(c.Variants) != 3 || c.Variants[0].Name != "valid" || math.Abs(c.Variants[0].Share-0.8) > 1e-9 ||
-				c.Variants[1].Want != 401 || c.Variants[2].Header.Get(APIKeyHeader) != WrongAPIKey || c.Path != "/auth/fast/" {
+			if c.Skip != nil || len(c.Variants) != 3 || c.Variants[0].Name != "valid" || math.Abs(c.Variants[0].Share-0.8) > 1e-9 ||
+				c.Variants[1].Want != 401 || c.Variants[2].Header.Get(scenario.APIKeyHeader) != scenario.WrongAPIKey || c.Path != "/auth/fast/" {
 				t.Errorf("nginx auth cell %+v", c)
 			}
-			if tr := cells["traefik.fast.auth.quick.r1"]; !strings.HasPrefix(tr.Skip, NA) {
-				t.Errorf("traefik auth should be n/a, skip %q", tr.Skip)
+			if c.Def == nil || c.Def.Name != "auth" {
+				t.Errorf("nginx auth cell resolved from %+v, want the auth scenario", c.Def)
+			}
+			if tr := cells["traefik.fast.auth.quick.r1"]; tr.Skip == nil || tr.Skip.Kind != manifest.SkipNotApplicable || tr.Skip.Reason == "" {
+				t.Errorf("traefik auth should be n/a with a reason, skip %+v", tr.Skip)
 			}
 		}},
 		{"all valid is one variant", "-proxies nginx -scenarios auth -auth-invalid 0", func(t *testing.T, cells map[string]Cell) {
@@ -77,11 +38,11 @@ func TestScenarioCells(t *testing.T) {
 		}},
 		{"ratelimit is open loop above the limit", "-proxies haproxy,caddy -scenarios ratelimit -concurrency 80", func(t *testing.T, cells map[string]Cell) {
 			c := cells["haproxy.fast.ratelimit.quick.r1"]
-			if c.Mode != "open" || c.Rate != 1500 || c.LimitRPS != RateLimitRPS || c.LimitBurst != RateLimitBurst || c.Concurrency != 80 {
+			if c.Mode != "open" || c.Rate != 1500 || c.LimitRPS != scenario.RateLimitRPS || c.LimitBurst != scenario.RateLimitBurst || c.Concurrency != 80 {
 				t.Errorf("haproxy ratelimit cell %+v", c)
 			}
-			if !strings.Contains(cells["caddy.fast.ratelimit.quick.r1"].Skip, "plugin") {
-				t.Errorf("caddy ratelimit should be n/a for want of a plugin: %q", cells["caddy.fast.ratelimit.quick.r1"].Skip)
+			if sk := cells["caddy.fast.ratelimit.quick.r1"].Skip; sk == nil || sk.Kind != manifest.SkipNotApplicable || !strings.Contains(sk.Reason, "plugin") {
+				t.Errorf("caddy ratelimit should be n/a for want of a plugin: %+v", sk)
 			}
 		}},
 		{"slow delay in the path", "-proxies caddy -scenarios slow -slow-delay 20s", func(t *testing.T, cells map[string]Cell) {
@@ -101,7 +62,7 @@ func TestScenarioCells(t *testing.T) {
 			}
 		}},
 		{"churn", "-proxies nginx -scenarios churn", func(t *testing.T, cells map[string]Cell) {
-			if c := cells["nginx.fast.churn.quick.r1"]; !c.NewConn || c.Skip != "" {
+			if c := cells["nginx.fast.churn.quick.r1"]; !c.NewConn || c.Skip != nil {
 				t.Errorf("churn cell %+v", c)
 			}
 		}},
@@ -148,45 +109,23 @@ func TestScenarioSettingsValidated(t *testing.T) {
 	}
 }
 
-// TestProxyConfigsMatchTable keeps the proxies' scenario routes and the
-// numbers cells are judged against in step: a limit changed in one place
-// only would make every precision figure wrong.
-func TestProxyConfigsMatchTable(t *testing.T) {
+// TestSkipJSON: plan.json shows a skip as the text of the manifest cell's
+// reason.
+func TestSkipJSON(t *testing.T) {
 	t.Parallel()
-	limit, burst := strconv.Itoa(RateLimitRPS), strconv.Itoa(RateLimitBurst)
-	keys := strings.Join(ValidAPIKeys, "|")
-	tests := []struct {
-		file string
-		want []string // regexps that must all match
+	for _, tt := range []struct {
+		skip *Skip
+		want string
 	}{
-		{"nginx/nginx.conf", []string{`rate=` + limit + `r/s`, `burst=` + burst + ` nodelay`, `limit_req_status 429`, `map \$http_x_api_key`,
-			`return 401`, `(?s)pb-key-1 1;\s+pb-key-2 1;\s+pb-key-3 1;\s+pb-key-4 1;`}},
-		{"haproxy/haproxy.cfg", []string{`sc_gpc0_rate\(0\) ge ` + limit, `deny_status 429`, `sc-inc-gpc0\(0\)`, `gpc0_rate\(1s\)`,
-			`return status 401`, `pb-key-1 pb-key-2 pb-key-3 pb-key-4`}},
-		{"traefik/dynamic.yml", []string{`average: ` + limit, `period: 1s`, `burst: ` + burst, `requestHeaderName: ` + APIKeyHeader}},
-		{"caddy/Caddyfile", []string{`header_regexp ` + APIKeyHeader + ` \^\(` + regexp.QuoteMeta(keys) + `\)\$`, `401`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			t.Parallel()
-			b, err := os.ReadFile(filepath.Join("..", "..", "..", "compose", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tt.want {
-				if !regexp.MustCompile(w).Match(b) {
-					t.Errorf("%s does not match %q: the proxy config and plan/scenario.go disagree", tt.file, w)
-				}
-			}
-		})
-	}
-}
-
-func TestExpandGroupsKeepsOrder(t *testing.T) {
-	t.Parallel()
-	got := strings.Join(expandGroups([]string{"churn", "payload", "payload-64k", "simple"}), ",")
-	want := "churn,payload-1k,payload-64k,payload-1m,upload-64k,payload-64k,simple"
-	if got != want {
-		t.Errorf("got %s, want %s", got, want)
+		{&Skip{Kind: manifest.SkipNotApplicable, Reason: "no plugin"}, `{"skip":"n/a: no plugin"}`},
+		{&Skip{Kind: manifest.SkipNotReady, Reason: "not yet"}, `{"skip":"not yet"}`},
+		{nil, `{}`},
+	} {
+		b, err := json.Marshal(struct {
+			Skip *Skip `json:"skip,omitempty"`
+		}{tt.skip})
+		if err != nil || string(b) != tt.want {
+			t.Errorf("%+v: %s (%v), want %s", tt.skip, b, err, tt.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
@@ -52,7 +53,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 			err = errNoResult
 		}
 		pr.memory = mem.finish()
-		if c.NewConn {
+		if wants(c, scenario.ProbeTimeWait) {
 			pr.churn = churnProbe(ctx, spec.URL)
 		}
 	}
@@ -130,9 +131,9 @@ func (r *Runner) warmup(ctx context.Context, c plan.Cell, spec *attack.Spec, gap
 
 // spec turns a planned cell into the engine's Spec.
 func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
-	sc, err := plan.LookupScenario(c.Scenario)
-	if err != nil {
-		return attack.Spec{}, err
+	sc := c.Def // resolved at expansion
+	if sc == nil {
+		return attack.Spec{}, fmt.Errorf("cell %s: scenario %s not resolved (a cell comes from plan.Expand)", c.ID, c.Scenario)
 	}
 	base, err := r.Target(c.Proxy)
 	if err != nil {

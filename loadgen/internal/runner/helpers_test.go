@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/preflight"
@@ -122,9 +123,9 @@ func args(t *testing.T, dir string, extra ...string) []string {
 
 var _ Attacker = (*attack.Attacker)(nil)
 
-func mustScenario(t *testing.T, name string) plan.Scenario {
+func mustScenario(t *testing.T, name string) *scenario.Scenario {
 	t.Helper()
-	sc, err := plan.LookupScenario(name)
+	sc, err := scenario.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}

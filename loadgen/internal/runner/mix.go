@@ -8,6 +8,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
 )
@@ -109,7 +110,7 @@ func joinEdges(specs []attack.Spec, on func(end bool, at time.Time)) (finish fun
 
 // splitSpec gives each variant its header and its share of the load: at
 // least one connection each, so a small share is still sent.
-func splitSpec(s attack.Spec, vs []plan.Variant) []attack.Spec {
+func splitSpec(s attack.Spec, vs []scenario.Variant) []attack.Spec {
 	out := make([]attack.Spec, len(vs))
 	for i, v := range vs {
 		x := s

@@ -17,10 +17,12 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/plan"
 )
 
-// probes are what a scenario samples beside its attack.
+// probes are what was sampled beside a cell's attack: the ones its
+// scenario asks for (scenario.Probe).
 type probes struct {
 	memory *manifest.ProxyMemory
 	churn  *manifest.Churn
@@ -43,11 +45,11 @@ type memSampler struct {
 	failed string
 }
 
-// startMemory begins sampling every 250 ms for a cell that holds
-// connections; nil for other cells. Without a container (no Docker) the
-// result says why there is no number.
+// startMemory begins sampling every 250 ms for a cell whose scenario asks
+// for scenario.ProbeMemory; nil for other cells. Without a container (no
+// Docker) the result says why there is no number.
 func startMemory(c plan.Cell, ctr *dockerx.Container) *memSampler {
-	if c.DelayS <= 0 {
+	if !wants(c, scenario.ProbeMemory) {
 		return nil
 	}
 	s := &memSampler{stop: make(chan struct{}), mem: manifest.ProxyMemory{Held: heldConns(c)}}
@@ -102,7 +104,8 @@ func (s *memSampler) finish() *manifest.ProxyMemory {
 	return &m
 }
 
-// heldConns is how many client connections a slow cell holds at once:
+// heldConns is how many client connections a cell whose requests wait
+// DelayS at the origin holds at once:
 // every connection in a closed loop; rate x delay (at most the in-flight
 // limit) in an open loop.
 func heldConns(c plan.Cell) int {
@@ -151,8 +154,11 @@ func statValue(stat []byte, key string) int64 {
 	return 0
 }
 
+// wants says whether the cell's scenario asks for probe pr.
+func wants(c plan.Cell, pr scenario.Probe) bool { return c.Def != nil && c.Def.Probes&pr != 0 }
+
 // churnProbe reads the TIME_WAIT sockets and the ephemeral port range right
-// after a churn cell. Containers run with host networking here, so the
+// after a cell whose scenario asks for scenario.ProbeTimeWait (churn). Containers run with host networking here, so the
 // host's tables hold the proxy's sockets too.
 func churnProbe(ctx context.Context, target string) *manifest.Churn {
 	if ctx.Err() != nil {

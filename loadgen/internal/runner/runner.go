@@ -18,7 +18,6 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
-	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
@@ -167,9 +166,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	r.m.Status = "done"
 	if ctx.Err() != nil {
 		r.m.Status = "interrupted"
-		why := "not run: the run was interrupted"
+		why := &manifest.Skip{Kind: manifest.SkipInterrupted, Reason: "not run: the run was interrupted"}
 		if r.full != nil && outer.Err() == nil {
-			why = "not run: the results disk is full"
+			why = &manifest.Skip{Kind: manifest.SkipDiskFull, Reason: "not run: the results disk is full"}
 		}
 		for _, c := range p.Cells[len(r.m.Cells):] {
 			r.m.Cells = append(r.m.Cells, r.skipped(c, why))
@@ -203,28 +202,28 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 	}()
 
 	routes := map[string]preflight.Result{}
-	if skipAll == "" {
+	if skipAll == nil {
 		routes = r.preflight(ctx, proxy, cells)
 	}
-	dead := ""
+	var dead *manifest.Skip
 	for k, c := range cells {
 		n := base + k + 1
-		reason := c.Skip
+		skip := c.Skip.Manifest()
 		switch {
-		case reason != "":
-		case skipAll != "":
-			reason = skipAll
-		case dead != "":
-			reason = dead
+		case skip != nil:
+		case skipAll != nil:
+			skip = skipAll
+		case dead != nil:
+			skip = dead
 		case !routes[c.Origin].OK:
-			reason = "preflight: " + routes[c.Origin].Reason
+			skip = &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + routes[c.Origin].Reason}
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		if reason != "" {
-			mc := r.skipped(c, reason)
-			if c.Skip == "" {
+		if skip != nil {
+			mc := r.skipped(c, skip)
+			if c.Skip == nil {
 				r.broken++
 			}
 			r.finish(n, mc)
@@ -241,7 +240,7 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 		}
 		r.finish(n, mc)
 		if died != "" {
-			dead = fmt.Sprintf("not run: %s during cell %s", died, c.ID)
+			dead = &manifest.Skip{Kind: manifest.SkipProxyDied, Reason: fmt.Sprintf("not run: %s during cell %s", died, c.ID)}
 		}
 		if ctx.Err() != nil {
 			return
@@ -265,33 +264,36 @@ func (r *Runner) quietBefore(c plan.Cell) time.Duration {
 }
 
 // prepareProxy isolates the proxy, checks its container and records its
-// version. A non-empty reason skips all its cells.
-func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string) (string, *dockerx.Container) {
+// version. A non-nil skip skips all its cells.
+func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string) (*manifest.Skip, *dockerx.Container) {
 	if r.Docker == nil {
-		return "", nil
+		return nil, nil
+	}
+	down := func(format string, a ...any) *manifest.Skip {
+		return &manifest.Skip{Kind: manifest.SkipProxy, Reason: fmt.Sprintf(format, a...)}
 	}
 	p := r.Plan
 	ctr, err := r.Docker.Service(ctx, p.Project, proxy)
 	if err != nil {
 		if p.Isolate {
-			return fmt.Sprintf("not run: %v", err), nil
+			return down("not run: %v", err), nil
 		}
 		r.Log.Warn("no container for proxy: no liveness check or version", "proxy", proxy, "err", err)
-		return "", nil
+		return nil, nil
 	}
 	if ctr.State == "paused" {
 		r.Log.Warn("unpausing proxy left paused", "container", ctr.Name)
 		if err := r.Docker.Unpause(ctx, ctr.ID); err != nil {
-			return fmt.Sprintf("not run: proxy container %s is paused and cannot be unpaused: %v", ctr.Name, err), nil
+			return down("not run: proxy container %s is paused and cannot be unpaused: %v", ctr.Name, err), nil
 		}
 		ctr.State = "running"
 	}
 	if !ctr.Running {
-		return fmt.Sprintf("not run: proxy container %s is %s: start the stack (make up)", ctr.Name, ctr.State), nil
+		return down("not run: proxy container %s is %s: start the stack (make up)", ctr.Name, ctr.State), nil
 	}
 	if p.Isolate {
 		if err := iso.isolate(ctx, proxy); err != nil {
-			return fmt.Sprintf("not run: isolation failed: %v", err), nil
+			return &manifest.Skip{Kind: manifest.SkipIsolation, Reason: fmt.Sprintf("not run: isolation failed: %v", err)}, nil
 		}
 	}
 	v, err := r.Docker.Version(ctx, ctr)
@@ -300,7 +302,7 @@ func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string)
 		v = "unknown"
 	}
 	r.m.Versions[proxy] = v
-	return "", &ctr
+	return nil, &ctr
 }
 
 // preflight checks the routes the proxy's runnable cells use.
@@ -310,7 +312,7 @@ func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell)
 	var origins []string
 	seen := map[string]bool{}
 	for _, c := range cells {
-		if c.Skip == "" && !seen[c.Origin] {
+		if c.Skip == nil && !seen[c.Origin] {
 			seen[c.Origin] = true
 			origins = append(origins, c.Origin)
 		}
@@ -380,9 +382,9 @@ func (r *Runner) labels(c plan.Cell) cellmetrics.Cell {
 	return cellmetrics.Cell{Run: r.Plan.Run, ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.RepeatLabel()}
 }
 
-func (r *Runner) skipped(c plan.Cell, reason string) manifest.Cell {
+func (r *Runner) skipped(c plan.Cell, skip *manifest.Skip) manifest.Cell {
 	mc := base(c)
-	mc.Status, mc.Reason = manifest.CellSkipped, reason
+	mc.Status, mc.Reason, mc.Skip = manifest.CellSkipped, skip.Text(), skip
 	r.Cells.Skipped(r.labels(c))
 	return mc
 }
@@ -392,7 +394,7 @@ func base(c plan.Cell) manifest.Cell {
 		ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat,
 		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
 		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
-		Codes: map[string]int64{}, Expected: scenario.Expected(c.Scenario),
+		Codes: map[string]int64{}, Expected: c.Def.Statuses(),
 	}
 }
 

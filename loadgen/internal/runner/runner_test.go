@@ -208,12 +208,15 @@ func TestPreflightSkipsBrokenRoute(t *testing.T) {
 	got := map[string]string{}
 	for _, c := range m.Cells {
 		got[c.ID] = c.Status + ": " + c.Reason
+		if c.Skip != nil {
+			got[c.ID] += " (" + string(c.Skip.Kind) + ")"
+		}
 	}
 	// A scenario caddy cannot do natively is n/a, not broken, and never
 	// sent: only the broken route makes the exit code ExitCellsBroken.
-	caddyNoRateLimit := plan.NA + mustScenario(t, "ratelimit").NA["caddy"]
+	caddyNoRateLimit := mustScenario(t, "ratelimit").Skip("caddy").Text() + " (not_applicable)"
 	want := map[string]string{
-		"caddy.go.simple.1s.r1":      `skipped: preflight: caddy -> go: X-Origin "node", want "go": the proxy routes /go/ to the wrong origin`,
+		"caddy.go.simple.1s.r1":      `skipped: preflight: caddy -> go: X-Origin "node", want "go": the proxy routes /go/ to the wrong origin (preflight)`,
 		"caddy.go.ratelimit.1s.r1":   "skipped: " + caddyNoRateLimit,
 		"caddy.fast.simple.1s.r1":    "ok: ",
 		"caddy.fast.ratelimit.1s.r1": "skipped: " + caddyNoRateLimit,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
 )
@@ -24,8 +25,8 @@ import (
 func authProxy(t *testing.T, leaky bool) *httptest.Server {
 	return fakeProxy(t, func(w http.ResponseWriter, r *http.Request) {
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/auth"); ok {
-			key := r.Header.Get(plan.APIKeyHeader)
-			if !slices.Contains(plan.ValidAPIKeys, key) && !(leaky && key == plan.WrongAPIKey) {
+			key := r.Header.Get(scenario.APIKeyHeader)
+			if !slices.Contains(scenario.ValidAPIKeys, key) && !(leaky && key == scenario.WrongAPIKey) {
 				w.WriteHeader(http.StatusUnauthorized)
 				io.WriteString(w, "invalid api key\n")
 				return
@@ -99,7 +100,7 @@ func TestAuthMixCountsEachVariant(t *testing.T) {
 
 func TestSplitSpec(t *testing.T) {
 	t.Parallel()
-	vs := []plan.Variant{{Name: "valid", Share: 0.9}, {Name: "missing", Share: 0.05}, {Name: "wrong", Share: 0.05}}
+	vs := []scenario.Variant{{Name: "valid", Share: 0.9}, {Name: "missing", Share: 0.05}, {Name: "wrong", Share: 0.05}}
 	tests := []struct {
 		name     string
 		spec     attack.Spec
@@ -121,32 +122,53 @@ func TestSplitSpec(t *testing.T) {
 	}
 }
 
-func TestScenarioDataRateLimit(t *testing.T) {
+// TestScenarioData: the runner hands the window's counts and the probes to
+// the cell's scenario and records what it derives; a cell whose scenario
+// has no account gets none.
+func TestScenarioData(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
-	c := plan.Cell{LimitRPS: 1000, LimitBurst: 50}
-	tests := []struct {
-		name     string
-		ok, lim  int64
-		wantPrec float64
-	}{
-		{"exact limiter", 10050, 4950, 1},
-		{"too strict", 9050, 5950, 0.9},
-		{"counting denied requests too (haproxy http_req_rate)", 3383, 11617, 0.3333},
+	cell := func(name string) plan.Cell {
+		return plan.Cell{Scenario: name, Shape: mustScenario(t, name).Resolve(scenario.Settings{AuthInvalid: 0.1, SlowDelay: 2 * time.Second})}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			mc := manifest.Cell{Start: start, End: start.Add(10 * time.Second), Requests: tt.ok + tt.lim,
-				Codes: map[string]int64{"200": tt.ok, "429": tt.lim}}
-			sd := scenarioData(c, &mc, nil, probes{})
-			if sd == nil || math.Abs(sd.Precision-tt.wantPrec) > 1e-3 || sd.OfferedRPS != 1500 || sd.LimitedRPS != float64(tt.lim)/10 {
-				t.Errorf("got %+v, want precision %g", sd, tt.wantPrec)
-			}
-		})
+	mc := manifest.Cell{Start: start, End: start.Add(10 * time.Second), Requests: 15000,
+		Codes: map[string]int64{"200": 10050, "429": 4950}}
+	if sd := scenarioData(cell("ratelimit"), &mc, nil, probes{}); sd == nil || math.Abs(sd.Precision-1) > 1e-9 || sd.OfferedRPS != 1500 {
+		t.Errorf("ratelimit: %+v, want precision 1 at 1500 req/s offered", sd)
 	}
-	if sd := scenarioData(plan.Cell{}, &manifest.Cell{Start: start, End: start.Add(time.Second)}, nil, probes{}); sd != nil {
+	per := map[string]*attack.Result{"valid": {Requests: 9, Codes: map[int]int64{200: 9}}, "wrong": {Requests: 1, Codes: map[int]int64{200: 1}}}
+	if sd := scenarioData(cell("auth"), &mc, per, probes{}); sd == nil || sd.AuthWrong == nil || *sd.AuthWrong != 1 ||
+		sd.Variants["valid"].Requests != 9 || sd.Variants["missing"].Requests != 0 {
+		t.Errorf("auth: %+v, want the wrong key let through counted", sd)
+	}
+	mem := &manifest.ProxyMemory{Held: 4}
+	if sd := scenarioData(cell("slow"), &mc, nil, probes{memory: mem}); sd == nil || sd.Memory != mem || sd.DelayS != 2 {
+		t.Errorf("slow: %+v, want the delay and the memory probe", sd)
+	}
+	if sd := scenarioData(cell("simple"), &mc, nil, probes{}); sd != nil {
 		t.Errorf("simple cell got scenario data %+v", sd)
+	}
+	if sd := scenarioData(plan.Cell{}, &mc, nil, probes{}); sd != nil {
+		t.Errorf("unresolved cell got scenario data %+v", sd)
+	}
+}
+
+// TestProbesFollowTheScenario: the memory and TIME_WAIT probes run for the
+// scenarios that ask for them, whatever their names.
+func TestProbesFollowTheScenario(t *testing.T) {
+	t.Parallel()
+	for _, sc := range scenario.List() {
+		c := plan.Cell{Mode: "closed", Concurrency: 3, Shape: sc.Resolve(scenario.Settings{SlowDelay: time.Second})}
+		m := startMemory(c, nil).finish()
+		if (m != nil) != (sc.Probes&scenario.ProbeMemory != 0) {
+			t.Errorf("%s: memory probe %+v, scenario probes %b", sc.Name, m, sc.Probes)
+		}
+		if m != nil && (m.Unavailable == "" || m.Held != 3) {
+			t.Errorf("%s: without a container the memory probe says why: %+v", sc.Name, m)
+		}
+		if wants(c, scenario.ProbeTimeWait) != sc.NewConnPerRequest {
+			t.Errorf("%s: TIME_WAIT probe %v, new connection per request %v", sc.Name, wants(c, scenario.ProbeTimeWait), sc.NewConnPerRequest)
+		}
 	}
 }
 
@@ -188,9 +210,9 @@ func TestHeldConns(t *testing.T) {
 		c    plan.Cell
 		want int
 	}{
-		{plan.Cell{Mode: "closed", Concurrency: 10000, DelayS: 2}, 10000},
-		{plan.Cell{Mode: "open", Rate: 1000, Concurrency: 10000, DelayS: 2}, 2000},
-		{plan.Cell{Mode: "open", Rate: 10000, Concurrency: 5000, DelayS: 2}, 5000},
+		{plan.Cell{Mode: "closed", Concurrency: 10000, Shape: scenario.Shape{DelayS: 2}}, 10000},
+		{plan.Cell{Mode: "open", Rate: 1000, Concurrency: 10000, Shape: scenario.Shape{DelayS: 2}}, 2000},
+		{plan.Cell{Mode: "open", Rate: 10000, Concurrency: 5000, Shape: scenario.Shape{DelayS: 2}}, 5000},
 	}
 	for _, tt := range tests {
 		if got := heldConns(tt.c); got != tt.want {

@@ -1,20 +1,12 @@
 package report
 
-import (
-	"strings"
-
-	"proxybench/internal/manifest"
-)
+import "proxybench/internal/manifest"
 
 // Support statuses of a proxy x scenario pair.
 const (
 	SupportNative = "native"
 	SupportNA     = "n/a"
 )
-
-// naPrefix is how the loadgen marks a cell the proxy cannot do natively
-// (loadgen/internal/plan: Skip "n/a: <reason>").
-const naPrefix = "n/a: "
 
 // Support is one cell of the proxy x scenario support matrix: native when
 // the run measured it, n/a (with the reason) when the proxy cannot do the
@@ -28,7 +20,8 @@ type Support struct {
 }
 
 // SupportMatrix reads the matrix from a run's manifest: a pair is n/a when
-// its cells were skipped as n/a, native otherwise (including pairs whose
+// its cells were skipped as not applicable (manifest.SkipNotApplicable),
+// native otherwise (including pairs whose
 // cells failed or were skipped for other reasons: those are the proxy's
 // result, shown in the cells themselves). Pairs keep the run's order.
 func SupportMatrix(m *manifest.Manifest) []Support {
@@ -46,8 +39,8 @@ func SupportMatrix(m *manifest.Manifest) []Support {
 			seen[k] = s
 			order = append(order, k)
 		}
-		if c.Status == manifest.CellSkipped && strings.HasPrefix(c.Reason, naPrefix) {
-			s.Status, s.Reason = SupportNA, strings.TrimPrefix(c.Reason, naPrefix)
+		if c.Status == manifest.CellSkipped && c.Skip != nil && c.Skip.Kind == manifest.SkipNotApplicable {
+			s.Status, s.Reason = SupportNA, c.Skip.Reason
 		}
 	}
 	out := make([]Support, 0, len(order))

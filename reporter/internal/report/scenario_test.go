@@ -12,6 +12,10 @@ func TestSupportMatrix(t *testing.T) {
 	cell := func(proxy, scenario, status, reason string) manifest.Cell {
 		return manifest.Cell{Proxy: proxy, Scenario: scenario, Status: status, Reason: reason}
 	}
+	na := func(proxy, scenario, reason string) manifest.Cell {
+		sk := &manifest.Skip{Kind: manifest.SkipNotApplicable, Reason: reason}
+		return manifest.Cell{Proxy: proxy, Scenario: scenario, Status: manifest.CellSkipped, Reason: sk.Text(), Skip: sk}
+	}
 	tests := []struct {
 		name  string
 		cells []manifest.Cell
@@ -19,14 +23,15 @@ func TestSupportMatrix(t *testing.T) {
 	}{
 		{"ran is native", []manifest.Cell{cell("nginx", "auth", manifest.CellOK, "")},
 			[]Support{{Proxy: "nginx", Scenario: "auth", Status: SupportNative}}},
-		{"n/a keeps its reason", []manifest.Cell{cell("traefik", "auth", manifest.CellSkipped, "n/a: no native API-key check")},
+		{"n/a keeps its reason", []manifest.Cell{na("traefik", "auth", "no native API-key check")},
 			[]Support{{Proxy: "traefik", Scenario: "auth", Status: SupportNA, Reason: "no native API-key check"}}},
 		{"a failed or broken cell is still native", []manifest.Cell{
 			cell("caddy", "slow", manifest.CellFailed, "proxy container proxybench-caddy exited (code 137, OOM killed) during the cell"),
-			cell("caddy", "churn", manifest.CellSkipped, "preflight: connection refused")},
+			{Proxy: "caddy", Scenario: "churn", Status: manifest.CellSkipped, Reason: "preflight: connection refused",
+				Skip: &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: connection refused"}}},
 			[]Support{{Proxy: "caddy", Scenario: "slow", Status: SupportNative}, {Proxy: "caddy", Scenario: "churn", Status: SupportNative}}},
 		{"one entry per pair across origins and repeats", []manifest.Cell{
-			cell("caddy", "ratelimit", manifest.CellSkipped, "n/a: plugin"), cell("caddy", "ratelimit", manifest.CellSkipped, "n/a: plugin")},
+			na("caddy", "ratelimit", "plugin"), na("caddy", "ratelimit", "plugin")},
 			[]Support{{Proxy: "caddy", Scenario: "ratelimit", Status: SupportNA, Reason: "plugin"}}},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"time"
+
+	"proxybench/internal/scenario"
 )
 
 // SLO holds pass/fail thresholds, like k6 thresholds; zero disables one.
@@ -33,11 +35,13 @@ func CheckSLO(c *Cell, s SLO) {
 			v, note = c.Latency.Exact.P99, "exact (loadgen HdrHistogram)"
 		}
 		lim := s.P99.Seconds()
-		// A slow-upstream cell's latency is the origin's delay plus what the
-		// proxy adds; the objective is on what the proxy adds.
-		if d := c.ScenarioData; d != nil && d.DelayS > 0 && v.Known() {
-			v -= Num(d.DelayS)
-			note += fmt.Sprintf(", minus the origin's %g s delay", d.DelayS)
+		// A scenario may add latency by design (slow: the origin's delay);
+		// the objective is on what the proxy adds above it.
+		if sc := scenario.Get(c.Scenario); sc != nil && sc.LatencyFloor != nil && v.Known() {
+			if floor, why := sc.LatencyFloor(c.ScenarioData); floor > 0 {
+				v -= Num(floor)
+				note += ", " + why
+			}
 		}
 		ck := SLOCheck{Name: "p99", Limit: Num(lim), Value: v, Pass: v.Known() && float64(v) < lim, Note: note}
 		if !v.Known() {

@@ -97,6 +97,7 @@ func TestCheckSLO(t *testing.T) {
 		t.Fatalf("exact p99 30 ms must pass: %+v", c.SLO)
 	}
 	// Slow upstream: 2.03 s p99 behind a 2 s origin delay is 30 ms of proxy.
+	c.Scenario = "slow"
 	c.Latency.Exact = &Exact{P99: 2.03}
 	c.ScenarioData = &manifest.ScenarioData{DelayS: 2}
 	CheckSLO(&c, SLO{P99: 40 * time.Millisecond})
