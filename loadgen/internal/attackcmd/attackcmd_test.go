@@ -21,6 +21,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -31,11 +32,11 @@ func TestParseStages(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in   string
-		want []attack.Stage
+		want []load.Stage
 		err  string
 	}{
-		{"10s:100,20s:500", []attack.Stage{{Duration: 10 * time.Second, Target: 100}, {Duration: 20 * time.Second, Target: 500}}, ""},
-		{" 1m : 0.5 ", []attack.Stage{{Duration: time.Minute, Target: 0.5}}, ""},
+		{"10s:100,20s:500", []load.Stage{{Duration: 10 * time.Second, Target: 100}, {Duration: 20 * time.Second, Target: 500}}, ""},
+		{" 1m : 0.5 ", []load.Stage{{Duration: time.Minute, Target: 0.5}}, ""},
 		{"10s", nil, "want DURATION:TARGET"},
 		{"10:100", nil, "not a positive Go duration"},
 		{"-1s:100", nil, "not a positive Go duration"},
@@ -210,7 +211,7 @@ func TestSummaryGolden(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	res := &attack.Result{
-		WarmupStart: t0, Start: t0.Add(5 * time.Second), End: t0.Add(15 * time.Second),
+		Start: t0.Add(5 * time.Second), End: t0.Add(15 * time.Second),
 		Requests: 990, Errors: 10, Bytes: 21000, Scheduled: 1000, Sent: 997, Missed: 3, Capped: 12, LagP99: 1234 * time.Microsecond,
 		WrongOrigin: 1, Codes: map[int]int64{200: 980, 503: 10}, ErrorReasons: map[string]int64{"timeout": 7, "reset": 3}, Hist: h,
 		Late: 4, LateCodes: map[int]int64{200: 3}, LateReasons: map[string]int64{"timeout": 1}, DrainEnd: t0.Add(15*time.Second + 250*time.Millisecond),
@@ -219,15 +220,15 @@ func TestSummaryGolden(t *testing.T) {
 		name string
 		o    options
 	}{
-		{"open", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Mode: attack.Open, Rate: 100,
-			Concurrency: 10000, ExpectOrigin: "fast"}}},
-		{"closed", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Mode: attack.Closed,
-			Concurrency: 50, NewConnPerRequest: true}}},
+		{"open", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Load: load.Open{Rate: 100,
+			MaxInFlight: 10000}, ExpectOrigin: "fast"}, rate: 100, conc: 10000}},
+		{"closed", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Load: load.Closed{
+			Connections: 50}, NewConnPerRequest: true}, conc: 50}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if err := writeResult(&b, &tc.o, res, false); err != nil {
+			if err := writeResult(&b, &tc.o, res, t0, false); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", "summary-"+tc.name+".txt")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // Cell is one planned proxy x origin x scenario x tier x repeat.
@@ -21,6 +23,10 @@ type Cell struct {
 	Duration    Duration `json:"duration"`
 	Warmup      Duration `json:"warmup"`
 	Skip        string   `json:"skip,omitempty"` // why it will not run (scenario not ready, or n/a for the proxy)
+
+	// Load is the cell's complete load model, validated with the plan:
+	// Mode, Concurrency, Rate and Duration above are what it shows.
+	Load load.Model `json:"-"`
 
 	// Scenario specifics (docs/scenarios.md), resolved from the scenario table.
 	Method     string    `json:"method,omitempty"`           // when not GET
@@ -61,8 +67,16 @@ func (p *Plan) Expand() (*Expanded, error) {
 		return nil, fmt.Errorf("tier: %w", err)
 	}
 	x := &Expanded{Plan: *p, LongRun: p.LongRun()}
+	models := make([]load.Model, len(tiers))
+	for i, t := range tiers {
+		if models[i], err = p.loadModel(t.Duration); err != nil {
+			return nil, err
+		}
+	}
 	for _, proxy := range p.Proxies {
-		for _, t := range tiers {
+		for ti, t := range tiers {
+			m := models[ti]
+			conc, rate := m.Summary()
 			for r := 1; r <= p.Repeats; r++ {
 				for _, origin := range p.Origins {
 					for _, name := range p.Scenarios {
@@ -73,17 +87,11 @@ func (p *Plan) Expand() (*Expanded, error) {
 						c := Cell{
 							ID:    CellID(proxy, origin, name, t.Name, r),
 							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
-							Path: sc.Path(origin, p), Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
+							Path: sc.Path(origin, p), Mode: m.Name(), Concurrency: conc, Rate: rate, Load: m,
 							Duration: Duration(t.Duration), Skip: sc.NotReady,
 						}
 						if t.Duration >= WarmupThreshold {
 							c.Warmup = p.Warmup
-						}
-						if p.Mode == "stages" {
-							c.Rate = mean(p.Stages)
-							if p.StageKind == "concurrency" {
-								c.Concurrency, c.Rate = int(peak(p.Stages)), 0
-							}
 						}
 						p.applyScenario(&c, sc)
 						x.Cells = append(x.Cells, c)
@@ -109,37 +117,14 @@ func (p *Plan) applyScenario(c *Cell, sc Scenario) {
 	if sc.HoldsConnections {
 		c.DelayS = time.Duration(p.SlowDelay).Seconds()
 	}
-	if sc.OpenRate != nil {
-		c.Mode, c.Rate = "open", sc.OpenRate(p)
+	if sc.OpenRate != nil { // the scenario's own open loop, p.Concurrency in flight at most
+		c.Rate = sc.OpenRate(p)
+		c.Load = load.Open{Rate: c.Rate, MaxInFlight: p.Concurrency, Duration: time.Duration(c.Duration)}
+		c.Mode = c.Load.Name()
 	}
 	if why := sc.Support(c.Proxy); why != "" && c.Skip == "" {
 		c.Skip = NA + why
 	}
-}
-
-// mean is the schedule's own average rate over the measured window: the
-// integral of the ramps (each stage linear from the previous target, 0
-// before the first) over their total duration, i.e. scheduled / duration.
-func mean(st []Stage) float64 {
-	var sum, d, prev float64
-	for _, s := range st {
-		sec := time.Duration(s.Duration).Seconds()
-		sum += (prev + s.Target) / 2 * sec
-		d += sec
-		prev = s.Target
-	}
-	if d <= 0 {
-		return 0
-	}
-	return sum / d
-}
-
-func peak(st []Stage) float64 {
-	var m float64
-	for _, s := range st {
-		m = max(m, s.Target)
-	}
-	return m
 }
 
 // Estimate is how long the run takes at least: cells, warm-ups, settles,
