@@ -94,6 +94,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-url", "http://127.0.0.1:1/", "-engine", "turbo"}, `-engine "turbo"`},
 		{[]string{"-url", "http://127.0.0.1:1/", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-url", "http://127.0.0.1:1/", "-mode", "open"}, "open loop needs a positive rate"},
+		{[]string{"-url", "http://127.0.0.1:1/", "-mode", "turbo"}, `-mode "turbo": use closed, open or stages`},
+		{[]string{"-url", "http://127.0.0.1:1/", "-stages", "1s:1", "-stage-kind", "vus"}, `-stage-kind "vus": use rate (open loop) or concurrency`},
+		{[]string{"-url", "http://127.0.0.1:1/", "-warmup", "-1s"}, "-warmup -1s is negative"},
+		{[]string{"-url", "http://127.0.0.1:1/", "-stages", "1s:0", "-stage-kind", "concurrency"}, "need a target of at least 1"},
 		{[]string{"-url", "http://127.0.0.1:1/", "-max-header-bytes", "-1"}, "spec MaxHeaderBytes -1 is negative"},
 		{[]string{"-url", "http://127.0.0.1:1/", "-max-body-bytes", "-1"}, "spec MaxBodyBytes -1 is negative"},
 	} {
@@ -200,6 +204,42 @@ func TestAttackJSON(t *testing.T) {
 		}
 	}
 	promcheck.Metrics(t, scrape)
+}
+
+// -warmup is the one warm-up of the engine (attack.WarmUp): an attack of
+// its own before the window, outside the summary's counts.
+func TestAttackWarmup(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		scheduled int64
+	}{
+		{"open", []string{"-rate", "200", "-d", "300ms"}, 60},
+		{"rate stages", []string{"-stages", "300ms:200"}, 30},
+		{"closed", []string{"-c", "2", "-d", "300ms"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			args := append([]string{"-url", srv.URL + "/", "-warmup", "200ms", "-json", "-quiet"}, tc.args...)
+			if code := Main(context.Background(), args, &out, &errb, discard()); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			var s Summary
+			if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+				t.Fatalf("%v: %s", err, out.String())
+			}
+			if w := s.Start.Sub(s.WarmupStart); w < 200*time.Millisecond || w > 5*time.Second {
+				t.Errorf("window starts %v after the warm-up, want its 200ms and its drain", w)
+			}
+			if s.Scheduled != tc.scheduled || s.WindowS != 0.3 || s.Requests == 0 || s.Errors != 0 || s.Requests+s.Late != s.Latency.Count {
+				t.Errorf("summary %+v: want %d scheduled in a 0.3 s window, none of the warm-up", s, tc.scheduled)
+			}
+		})
+	}
 }
 
 // TestSummaryGolden pins the text summary for a fixed result.

@@ -180,7 +180,7 @@ func maxInFlight(n int) int {
 
 func checkMaxInFlight(n int) error {
 	if n < 0 {
-		return problem("MaxInFlight", n, "is negative: use a positive number of connections (0 = %d)", DefaultMaxInFlight)
+		return problem("MaxInFlight", n, "an open loop's max in flight must not be negative (0 = %d)", DefaultMaxInFlight)
 	}
 	return nil
 }
