@@ -14,8 +14,8 @@ import (
 // interval of it: the gap keeps such counts exact, and the target's upstream
 // pools stay warm across it. The warm-up has no edges (s.OnEdge is not
 // called). run is Attacker.Run, or the runner's mix of variants; sleep
-// waits for gap unless ctx ends (nil: no gap). WarmUp returns when the warm-up's window
-// began, zero when d is 0 or nothing was sent.
+// waits for gap unless ctx ends (nil: no gap). WarmUp returns when the
+// warm-up's window began, zero when d is 0 or nothing was sent.
 func WarmUp(ctx context.Context, s Spec, d, gap time.Duration,
 	run func(context.Context, Spec) (*Result, error), sleep func(context.Context, time.Duration) error) (time.Time, error) {
 	if d <= 0 {

@@ -258,9 +258,14 @@ func TestKneeStopsWhenMaxInFlightIsReached(t *testing.T) {
 	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
 	a, _ := newAttacker(t)
 	last, steps, err := a.Knee(context.Background(), Spec{URL: srv.URL},
-		KneeOptions{StartRate: 25, Step: 100, MaxRate: 500, StepDuration: time.Second, MaxInFlight: 2, P99: time.Minute, MaxErrorRatio: 0.5}, nil)
+		KneeOptions{StartRate: 25, Step: 100, MaxRate: 500, StepDuration: time.Second, MaxInFlight: 2, Warmup: 200 * time.Millisecond,
+			P99: time.Minute, MaxErrorRatio: 0.5}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(steps) < 2 || steps[0].WarmupStart.IsZero() || steps[0].Result.Start.Sub(steps[0].WarmupStart) < 200*time.Millisecond ||
+		!steps[1].WarmupStart.IsZero() {
+		t.Errorf("want the first step alone warmed up for 200ms: %+v", steps)
 	}
 	for _, s := range steps {
 		t.Logf("rate %v held %v %s: sent %d of %d, capped %d", s.Rate, s.Held, s.Why, s.Result.Sent, s.Result.Scheduled, s.Result.Capped)
