@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // Attacker runs attacks one at a time and publishes them to its Metrics.
@@ -64,17 +66,17 @@ type run struct {
 	newDoer func() doer
 	recs    []*recorder
 
-	total           time.Duration // warm-up plus the planned window
-	t0, start, stop time.Time     // warm-up start, window start, planned end (set by begin)
-	pacer           Pacer         // open loop and rate stages: offsets from t0
-	conc            func(time.Duration) int
+	total       time.Duration           // the planned window
+	start, stop time.Time               // window start, planned end (set by begin)
+	pacer       load.Pacer              // open loop and rate stages: offsets from start
+	active      func(time.Duration) int // concurrency stages: workers active at an offset from start
 
 	maxWorkers int
 	workers    atomic.Int64
 	next       atomic.Uint64 // open loop: next request number to claim
 	idle       atomic.Int64  // open loop: workers waiting for their request's due time
 	wg         sync.WaitGroup
-	cancelled  atomic.Int64 // offset from t0 at which ctx ended before the planned end, 0 = not
+	cancelled  atomic.Int64 // offset from start at which ctx ended before the planned end, 0 = not
 
 	// What this run added to the gauges it shares with concurrent runs of
 	// the same labels (owned by prepare, then the monitor, then Run).
@@ -91,7 +93,7 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	if err != nil {
 		return nil, err
 	}
-	a.log.Debug("attack", "url", s.URL, "mode", s.Mode, "concurrency", s.Concurrency, "rate", s.Rate)
+	a.log.Debug("attack", "url", s.URL, "load", s.Load.String())
 
 	if err := r.launch(ctx); err != nil {
 		r.unpublish()
@@ -128,32 +130,15 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	}
 	r.req = req
 	stdlib := a.netHTTP || isHTTPS(s.URL)
-	r.evloop = evLoopAvailable && !stdlib && !a.netpoll && s.Mode == Closed
+	m := s.Load
+	r.total, r.maxWorkers, r.pacer, r.active = m.Window(), m.MaxWorkers(), m.Pacer(), m.Active()
+	r.evloop = evLoopAvailable && !stdlib && !a.netpoll && r.pacer == nil && r.active == nil
 	if stdlib {
-		tr := newStdTransport(s, max(s.Concurrency, 1))
+		tr := newStdTransport(s, max(r.maxWorkers, 1))
 		client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		r.newDoer = func() doer { return newStdDoer(client, &r.s) }
 	} else {
 		r.newDoer = func() doer { return newLeanConn(req) }
-	}
-
-	r.total = s.Warmup + s.Duration
-	switch {
-	case s.Mode == Open:
-		r.pacer = ConstantPacer{Freq: s.Rate, Duration: r.total}
-		r.maxWorkers = s.Concurrency
-	case s.Mode == Stages && s.StageKind == StageRate:
-		st, first := warmStages(s)
-		r.pacer = NewLinearPacer(first, st)
-		r.total = sumStages(st)
-		r.maxWorkers = s.Concurrency
-	case s.Mode == Stages: // concurrency
-		st, first := warmStages(s)
-		r.total = sumStages(st)
-		r.conc = func(t time.Duration) int { return int(math.Round(stageValue(first, st, t))) }
-		r.maxWorkers = int(math.Ceil(maxTarget(st)))
-	default:
-		r.maxWorkers = s.Concurrency
 	}
 	n := min(r.maxWorkers, maxRecorders)
 	for range n {
@@ -167,19 +152,16 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 
 // begin fixes the attack's clock: it is called once everything is set up,
 // immediately before the first request can be sent, so the window holds no
-// set-up time. With no warm-up that is also the window's start edge.
+// set-up time. It is also the window's start edge.
 func (r *run) begin() {
-	r.t0 = r.a.now()
-	r.start = r.t0.Add(r.s.Warmup)
-	r.stop = r.t0.Add(r.total)
-	if r.s.Warmup <= 0 {
-		r.edge(false, r.start)
-	}
+	r.start = r.a.now()
+	r.stop = r.start.Add(r.total)
+	r.edge(false, r.start)
 }
 
-// edges calls Spec.OnEdge at the window's start (when there is a warm-up:
-// without one begin did) and at its planned end, or at the cancellation if
-// ctx ends first; it notes the cancellation, which ends the window.
+// edges calls Spec.OnEdge at the window's planned end, or at the
+// cancellation if ctx ends first; it notes the cancellation, which ends the
+// window.
 func (r *run) edges(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -187,20 +169,11 @@ func (r *run) edges(ctx context.Context) {
 		timer.Reset(until.Sub(r.a.now()))
 		select {
 		case <-ctx.Done():
-			r.cancelled.CompareAndSwap(0, int64(max(r.a.now().Sub(r.t0), 1)))
+			r.cancelled.CompareAndSwap(0, int64(max(r.a.now().Sub(r.start), 1)))
 			return false
 		case <-timer.C:
 			return true
 		}
-	}
-	if r.s.Warmup > 0 {
-		if !wait(r.start) {
-			at := r.end()
-			r.edge(false, at)
-			r.edge(true, at)
-			return
-		}
-		r.edge(false, r.start)
 	}
 	wait(r.stop)
 	r.edge(true, r.end())
@@ -214,7 +187,7 @@ func (r *run) edge(end bool, at time.Time) {
 
 // end is the end of the window: the planned end, or when ctx ended if that
 // came first. A completion after it is late.
-func (r *run) end() time.Time { return r.t0.Add(r.schedEnd()) }
+func (r *run) end() time.Time { return r.start.Add(r.schedEnd()) }
 
 // publish moves what this run contributes to a gauge shared with the
 // concurrent runs of the same labels to v, by adding the difference: the
@@ -232,31 +205,6 @@ func publish(g prometheus.Gauge, pub *float64, v float64) {
 func (r *run) unpublish() {
 	publish(r.rm.inFlight, &r.pubInFlight, 0)
 	publish(r.rm.targetRate, &r.pubRate, 0)
-}
-
-// warmStages puts the warm-up in front of the stages: it holds the first
-// stage's target, then the stages run exactly as written (from 0).
-func warmStages(s *Spec) ([]Stage, float64) {
-	if s.Warmup <= 0 {
-		return s.Stages, 0
-	}
-	first := s.Stages[0].Target
-	st := append([]Stage{{Duration: s.Warmup, Target: first}, {Duration: 0, Target: 0}}, s.Stages...)
-	return st, first
-}
-
-func sumStages(st []Stage) (d time.Duration) {
-	for _, s := range st {
-		d += s.Duration
-	}
-	return d
-}
-
-func maxTarget(st []Stage) (m float64) {
-	for _, s := range st {
-		m = max(m, s.Target)
-	}
-	return m
 }
 
 func (r *run) launch(ctx context.Context) error {
@@ -306,7 +254,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 		if !now.Before(r.stop) {
 			return
 		}
-		if r.conc != nil && id >= r.conc(now.Sub(r.t0)) {
+		if r.active != nil && id >= r.active(now.Sub(r.start)) {
 			d.close() // an idle worker holds no connection, like a smaller pool
 			idle.Reset(min(10*time.Millisecond, r.stop.Sub(now)))
 			select {
@@ -323,7 +271,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 // openWorker claims request numbers in order and sends each at its due
 // time. The pool grows so that a worker is always waiting for the next due
 // request: whenever one sends while no other is waiting, it starts another
-// (up to Spec.Concurrency), which connects before it claims its first
+// (up to the model's MaxWorkers), which connects before it claims its first
 // request. Only when the limit is reached does a request wait for a worker
 // (capped); then it was claimed after its due time and its latency counts
 // from the due time (coordinated omission corrected). At the window's end
@@ -343,7 +291,7 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		if !ok {
 			return
 		}
-		due := r.t0.Add(at)
+		due := r.start.Add(at)
 		now := r.a.now()
 		from := due
 		waited := false

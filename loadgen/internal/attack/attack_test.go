@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"proxybench/loadgen/internal/load"
 )
 
 func TestClosedLoopCountsMatchServer(t *testing.T) {
@@ -28,7 +30,7 @@ func TestClosedLoopCountsMatchServer(t *testing.T) {
 			t.Parallel()
 			srv := newCounted(t, hello)
 			a, _ := newAttacker(t, tc.opts...)
-			res := mustRun(t, a, Spec{URL: srv.URL + "/", Mode: Closed, Concurrency: 4, Duration: 300 * time.Millisecond,
+			res := mustRun(t, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 4, Duration: 300 * time.Millisecond},
 				NewConnPerRequest: tc.newConn, ExpectOrigin: "go"})
 			if res.Requests == 0 || res.Errors != 0 {
 				t.Fatalf("requests %d errors %d %v", res.Requests, res.Errors, res.ErrorReasons)
@@ -61,7 +63,7 @@ func TestWrongOrigin(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 300 * time.Millisecond, ExpectOrigin: "node"})
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Closed{Connections: 1, Duration: 300 * time.Millisecond}, ExpectOrigin: "node"})
 	if res.WrongOrigin != res.Requests || res.Requests == 0 {
 		t.Errorf("wrong origin %d of %d", res.WrongOrigin, res.Requests)
 	}
@@ -76,7 +78,7 @@ func TestOpenLoopRateAccuracy(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 2000, Duration: 2 * time.Second})
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 2000, Duration: 2 * time.Second}})
 	t.Logf("errors %v, p99 %.4fs max %.4fs, missed %d, lag p99 %v", res.ErrorReasons, res.Latency().P99, res.Latency().Max, res.Missed, res.LagP99)
 	if res.Scheduled != 4000 || res.Sent+res.Missed != res.Scheduled {
 		t.Errorf("scheduled %d (want 4000), sent %d, missed %d", res.Scheduled, res.Sent, res.Missed)
@@ -94,8 +96,7 @@ func TestStagesRate(t *testing.T) {
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
 	// 0 -> 1000/s over 1 s (500 requests), then 1000/s for 1 s.
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Stages, StageKind: StageRate,
-		Stages: []Stage{{time.Second, 1000}, {time.Second, 1000}}})
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.RateStages{Stages: []load.Stage{{Duration: time.Second, Target: 1000}, {Duration: time.Second, Target: 1000}}}})
 	if res.Scheduled < 1499 || res.Scheduled > 1501 {
 		t.Errorf("scheduled %d, want 1500", res.Scheduled)
 	}
@@ -118,8 +119,8 @@ func TestStagesConcurrency(t *testing.T) {
 		cur.Add(-1)
 	})
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Stages, StageKind: StageConcurrency,
-		Stages: []Stage{{300 * time.Millisecond, 1}, {300 * time.Millisecond, 4}, {600 * time.Millisecond, 4}}})
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.ConcurrencyStages{
+		Stages: []load.Stage{{Duration: 300 * time.Millisecond, Target: 1}, {Duration: 300 * time.Millisecond, Target: 4}, {Duration: 600 * time.Millisecond, Target: 4}}}})
 	if peak.Load() != 4 {
 		t.Errorf("peak concurrency %d, want 4", peak.Load())
 	}
@@ -167,8 +168,8 @@ func TestCoordinatedOmission(t *testing.T) {
 	}
 	var open, closed *Result
 	var wg sync.WaitGroup
-	wg.Go(func() { open = run(Spec{Mode: Open, Rate: 500, Concurrency: 2, Duration: 4 * time.Second}) })
-	wg.Go(func() { closed = run(Spec{Mode: Closed, Concurrency: 2, Duration: 4 * time.Second}) })
+	wg.Go(func() { open = run(Spec{Load: load.Open{Rate: 500, MaxInFlight: 2, Duration: 4 * time.Second}}) })
+	wg.Go(func() { closed = run(Spec{Load: load.Closed{Connections: 2, Duration: 4 * time.Second}}) })
 	wg.Wait()
 	ol, cl := open.Latency(), closed.Latency()
 	t.Logf("open p99 %.3fs max %.3fs n=%d; closed p99 %.3fs max %.3fs n=%d", ol.P99, ol.Max, ol.Count, cl.P99, cl.Max, cl.Count)
@@ -204,14 +205,14 @@ func TestLatencyOfDelayedHandler(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, delayedHandler)
 	for _, s := range []Spec{
-		{Mode: Closed, Concurrency: 4, Duration: time.Second},
-		{Mode: Open, Rate: 100, Duration: time.Second},
+		{Load: load.Closed{Connections: 4, Duration: time.Second}},
+		{Load: load.Open{Rate: 100, Duration: time.Second}},
 	} {
 		s.URL = srv.URL
 		a, _ := newAttacker(t)
 		l := mustRun(t, a, s).Latency()
 		if l.Count == 0 || l.Min < 0.020 || l.P50 < 0.020 {
-			t.Errorf("%s: min %.6fs p50 %.6fs over %d requests: below the handler's 20 ms, the measurement under-reports", s.Mode, l.Min, l.P50, l.Count)
+			t.Errorf("%s: min %.6fs p50 %.6fs over %d requests: below the handler's 20 ms, the measurement under-reports", s.Load.Name(), l.Min, l.P50, l.Count)
 		}
 	}
 }
@@ -219,10 +220,10 @@ func TestLatencyOfDelayedHandler(t *testing.T) {
 func TestCancelReturnsPartialResult(t *testing.T) {
 	t.Parallel()
 	for _, s := range []Spec{
-		{Mode: Closed, Concurrency: 8, Duration: time.Minute},
-		{Mode: Open, Rate: 1000, Duration: time.Minute},
+		{Load: load.Closed{Connections: 8, Duration: time.Minute}},
+		{Load: load.Open{Rate: 1000, Duration: time.Minute}},
 	} {
-		t.Run(string(s.Mode), func(t *testing.T) {
+		t.Run(s.Load.Name(), func(t *testing.T) {
 			t.Parallel()
 			srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
 				time.Sleep(5 * time.Millisecond)
@@ -251,7 +252,7 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 				t.Errorf("window ends %v after the cancellation, want just after", res.End.Sub(dl))
 			}
 			maxDue := int64(1000*time.Since(t0).Seconds()) + 1
-			if s.Mode == Open && (res.Sent != res.Requests+res.Late || res.Scheduled < res.Sent || res.Scheduled > maxDue ||
+			if s.Load.Pacer() != nil && (res.Sent != res.Requests+res.Late || res.Scheduled < res.Sent || res.Scheduled > maxDue ||
 				res.Sent+res.Missed != res.Scheduled) {
 				t.Errorf("scheduled %d sent %d missed %d requests %d late %d", res.Scheduled, res.Sent, res.Missed, res.Requests, res.Late)
 			}
@@ -259,13 +260,36 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 	}
 }
 
+// The one warm-up is an attack of its own (the model's warm-up load), then
+// the gap, then the measured window, which counts none of the warm-up.
 func TestWarmupExcluded(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 1000, Warmup: 300 * time.Millisecond, Duration: 500 * time.Millisecond})
-	if d := res.Start.Sub(res.WarmupStart); d != 300*time.Millisecond {
-		t.Errorf("warm-up %v", d)
+	var edges int
+	s := Spec{URL: srv.URL, Load: load.Open{Rate: 1000, Duration: 500 * time.Millisecond}, OnEdge: func(bool, time.Time) { edges++ }}
+	var warm *Result
+	run := func(ctx context.Context, s Spec) (*Result, error) {
+		var err error
+		warm, err = a.Run(ctx, s, nil)
+		return warm, err
+	}
+	var slept time.Duration
+	ws, err := WarmUp(context.Background(), s, 300*time.Millisecond, 50*time.Millisecond, run,
+		func(_ context.Context, d time.Duration) error { slept = d; return nil })
+	if err != nil || warm == nil {
+		t.Fatalf("warm-up: %v", err)
+	}
+	if !ws.Equal(warm.Start) || warm.End.Sub(warm.Start) != 300*time.Millisecond || warm.Scheduled != 300 || slept != 50*time.Millisecond {
+		t.Errorf("warm-up from %v, window %v .. %v, scheduled %d, then quiet %v: want 300 over 300ms, then 50ms",
+			ws, warm.Start, warm.End, warm.Scheduled, slept)
+	}
+	if edges != 0 {
+		t.Errorf("the warm-up called OnEdge %d times", edges)
+	}
+	res := mustRun(t, a, s)
+	if !res.Start.After(warm.End) {
+		t.Errorf("window starts %v, before the warm-up's end %v", res.Start, warm.End)
 	}
 	if d := res.End.Sub(res.Start); d != 500*time.Millisecond {
 		t.Errorf("window %v, want 500ms", d)
@@ -274,10 +298,11 @@ func TestWarmupExcluded(t *testing.T) {
 		t.Errorf("scheduled %d sent %d missed %d, requests %d errors %d late %d: want the 500 due in the window",
 			res.Scheduled, res.Sent, res.Missed, res.Requests, res.Errors, res.Late)
 	}
-	// The warm-up's 300 are sent before any of the window's (requests
-	// are claimed in order), and never counted in it.
-	if got := srv.handled.Load(); got != 300+res.Sent {
-		t.Errorf("server handled %d, want 300 of warm-up + %d sent in the window", got, res.Sent)
+	if got := srv.handled.Load(); got != warm.Sent+res.Sent {
+		t.Errorf("server handled %d, want %d of warm-up + %d sent in the window", got, warm.Sent, res.Sent)
+	}
+	if ws, err := WarmUp(context.Background(), s, 0, time.Second, run, nil); err != nil || !ws.IsZero() {
+		t.Errorf("no warm-up: %v %v", ws, err)
 	}
 }
 
@@ -326,20 +351,19 @@ func TestSpecValidation(t *testing.T) {
 		s    Spec
 		want string
 	}{
-		{"no url", Spec{Mode: Closed, Concurrency: 1, Duration: time.Second}, "spec URL is empty"},
-		{"bad scheme", Spec{URL: "ftp://x/", Mode: Closed, Concurrency: 1, Duration: time.Second}, `scheme "ftp"`},
-		{"no host", Spec{URL: "http:///x", Mode: Closed, Concurrency: 1, Duration: time.Second}, "has no host"},
-		{"no mode", Spec{URL: "http://127.0.0.1:1/", Duration: time.Second}, "spec Mode is empty"},
-		{"bad mode", Spec{URL: "http://127.0.0.1:1/", Mode: "fast", Duration: time.Second}, `spec Mode "fast"`},
-		{"closed no workers", Spec{URL: "http://127.0.0.1:1/", Mode: Closed, Duration: time.Second}, "at least 1 worker"},
-		{"open no rate", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Duration: time.Second}, "positive rate"},
-		{"no duration", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Rate: 1}, "positive duration"},
-		{"negative timeout", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Rate: 1, Duration: 1, Timeout: -1}, "Timeout"},
-		{"no stages", Spec{URL: "http://127.0.0.1:1/", Mode: Stages, StageKind: StageRate}, "Stages is empty"},
-		{"bad stage kind", Spec{URL: "http://127.0.0.1:1/", Mode: Stages, Stages: []Stage{{time.Second, 1}}}, "StageKind"},
-		{"zero stage", Spec{URL: "http://127.0.0.1:1/", Mode: Stages, StageKind: StageRate, Stages: []Stage{{0, 1}}}, "Stages[0] duration"},
-		{"header injection", Spec{URL: "http://127.0.0.1:1/", Mode: Open, Rate: 1, Duration: 1, Header: http.Header{"X": {"a\r\nb: c"}}}, "spec Header"},
-		{"bad method", Spec{URL: "http://127.0.0.1:1/", Method: "GET /", Mode: Open, Rate: 1, Duration: 1}, "spec Method"},
+		{"no url", Spec{Load: load.Closed{Connections: 1, Duration: time.Second}}, "spec URL is empty"},
+		{"bad scheme", Spec{URL: "ftp://x/", Load: load.Closed{Connections: 1, Duration: time.Second}}, `scheme "ftp"`},
+		{"no host", Spec{URL: "http:///x", Load: load.Closed{Connections: 1, Duration: time.Second}}, "has no host"},
+		{"no load", Spec{URL: "http://127.0.0.1:1/"}, "spec Load is empty"},
+		{"closed no workers", Spec{URL: "http://127.0.0.1:1/", Load: load.Closed{Duration: time.Second}}, "spec Load (closed): Connections 0: closed loop needs at least 1 connection"},
+		{"open no rate", Spec{URL: "http://127.0.0.1:1/", Load: load.Open{Duration: time.Second}}, "spec Load (open): Rate 0: open loop needs a positive rate"},
+		{"no duration", Spec{URL: "http://127.0.0.1:1/", Load: load.Open{Rate: 1}}, "Duration 0s: open loop needs a positive duration"},
+		{"negative timeout", Spec{URL: "http://127.0.0.1:1/", Load: load.Open{Rate: 1, Duration: 1}, Timeout: -1}, "Timeout"},
+		{"no stages", Spec{URL: "http://127.0.0.1:1/", Load: load.RateStages{}}, "spec Load (stages): Stages []: give stages such as"},
+		{"zero stage", Spec{URL: "http://127.0.0.1:1/", Load: load.RateStages{Stages: []load.Stage{{Duration: 0, Target: 1}}}}, "Stages[0] 0s:1: a stage needs a duration > 0"},
+		{"no concurrency", Spec{URL: "http://127.0.0.1:1/", Load: load.ConcurrencyStages{Stages: []load.Stage{{Duration: time.Second, Target: 0}}}}, "need a target of at least 1"},
+		{"header injection", Spec{URL: "http://127.0.0.1:1/", Load: load.Open{Rate: 1, Duration: 1}, Header: http.Header{"X": {"a\r\nb: c"}}}, "spec Header"},
+		{"bad method", Spec{URL: "http://127.0.0.1:1/", Method: "GET /", Load: load.Open{Rate: 1, Duration: 1}}, "spec Method"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -381,7 +405,7 @@ func TestHostHeaderOverride(t *testing.T) {
 				}
 			})
 			a, _ := newAttacker(t, tc.opts...)
-			res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 100 * time.Millisecond,
+			res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Closed{Connections: 1, Duration: 100 * time.Millisecond},
 				Header: http.Header{"Host": {"api.example.test"}, "X-Api-Key": {"k"}}})
 			if res.Requests == 0 || wrong.Load() != 0 {
 				t.Errorf("%d requests, %d with the wrong Host or key", res.Requests, wrong.Load())

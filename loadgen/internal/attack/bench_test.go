@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"proxybench/loadgen/internal/selfcpu"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // BenchmarkRequest is the hot path of a closed-loop worker: send, read and
@@ -19,7 +21,7 @@ func BenchmarkRequest(b *testing.B) {
 	}{{"lean", nil}, {"nethttp", []Option{WithNetHTTP()}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			a, _ := newAttacker(b, bc.opts...)
-			s := Spec{URL: srv.URL + "/", Mode: Closed, Concurrency: 1, Duration: time.Hour}
+			s := Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 1, Duration: time.Hour}}
 			if err := s.validate(); err != nil {
 				b.Fatal(err)
 			}
@@ -105,7 +107,7 @@ func BenchmarkClosedLoop(b *testing.B) {
 			var wall time.Duration
 			for b.Loop() {
 				c0 := selfcpu.ProcessCPU()
-				res := mustRun(b, a, Spec{URL: srv.URL + "/", Mode: Closed, Concurrency: 50, Duration: time.Second})
+				res := mustRun(b, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 50, Duration: time.Second}})
 				cpu += selfcpu.ProcessCPU() - c0
 				reqs += res.Requests
 				wall += res.End.Sub(res.Start)
@@ -127,7 +129,7 @@ func BenchmarkOpenLoopSchedule(b *testing.B) {
 	var due, missed int64
 	var lag time.Duration
 	for b.Loop() {
-		res := mustRun(b, a, Spec{URL: srv.URL, Mode: Open, Rate: 2000, Duration: 2 * time.Second})
+		res := mustRun(b, a, Spec{URL: srv.URL, Load: load.Open{Rate: 2000, Duration: 2 * time.Second}})
 		due, missed = due+res.Scheduled, missed+res.Missed
 		lag = max(lag, res.LagP99)
 	}
@@ -141,10 +143,10 @@ func BenchmarkOpenLoopSchedule(b *testing.B) {
 func BenchmarkDelayedHandlerOverhead(b *testing.B) {
 	srv := newCounted(b, delayedHandler)
 	for _, s := range []Spec{
-		{Mode: Closed, Concurrency: 4, Duration: time.Second},
-		{Mode: Open, Rate: 100, Duration: time.Second},
+		{Load: load.Closed{Connections: 4, Duration: time.Second}},
+		{Load: load.Open{Rate: 100, Duration: time.Second}},
 	} {
-		b.Run(string(s.Mode), func(b *testing.B) {
+		b.Run(s.Load.Name(), func(b *testing.B) {
 			s.URL = srv.URL
 			a, _ := newAttacker(b)
 			var worst float64

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"proxybench/loadgen/internal/load"
 )
 
 type framingCase struct {
@@ -119,7 +121,7 @@ func TestEventLoopFraming(t *testing.T) {
 			srv := newCounted(t, tc.h)
 			conns := &srv.conns
 			a, _ := newAttacker(t)
-			s := Spec{URL: srv.URL + "/x?y=1", Method: tc.method, Mode: Closed, Concurrency: 2, Duration: 200 * time.Millisecond,
+			s := Spec{URL: srv.URL + "/x?y=1", Method: tc.method, Load: load.Closed{Connections: 2, Duration: 200 * time.Millisecond},
 				NewConnPerRequest: tc.newConnRq}
 			if tc.method == "POST" {
 				s.Body = []byte("payload")
@@ -254,7 +256,7 @@ func TestEventLoopRawResponses(t *testing.T) {
 				}
 			})
 			a, _ := newAttacker(t)
-			res := mustRun(t, a, Spec{URL: url, Mode: Closed, Concurrency: 1, Duration: 200 * time.Millisecond, Timeout: time.Second})
+			res := mustRun(t, a, Spec{URL: url, Load: load.Closed{Connections: 1, Duration: 200 * time.Millisecond}, Timeout: time.Second})
 			if tc.fail {
 				if res.Errors == 0 || res.Requests != 0 || res.ErrorReasons[tc.err.String()] != res.Errors {
 					t.Fatalf("requests %d errors %v, want all %v", res.Requests, res.ErrorReasons, tc.err)
@@ -299,7 +301,7 @@ func TestEventLoopRetriesStaleKeepAlive(t *testing.T) {
 	t.Parallel()
 	srv := oneShotServer(t)
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv, Mode: Closed, Concurrency: 2, Duration: 300 * time.Millisecond})
+	res := mustRun(t, a, Spec{URL: srv, Load: load.Closed{Connections: 2, Duration: 300 * time.Millisecond}})
 	if res.Errors != 0 || res.Requests == 0 {
 		t.Errorf("requests %d errors %v: a stale keep-alive must be retried, not counted", res.Requests, res.ErrorReasons)
 	}
@@ -364,8 +366,7 @@ func TestErrorReasons(t *testing.T) {
 				if tc.reason == "timeout" {
 					timeout = 200 * time.Millisecond
 				}
-				res, err := a.Run(context.Background(), Spec{URL: tc.url(t), Mode: Closed, Concurrency: 1,
-					Duration: 300 * time.Millisecond, Timeout: timeout}, nil)
+				res, err := a.Run(context.Background(), Spec{URL: tc.url(t), Load: load.Closed{Connections: 1, Duration: 300 * time.Millisecond}, Timeout: timeout}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

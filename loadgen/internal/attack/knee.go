@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // Knee finds the breaking point: open-loop steps from StartRate up by Step
@@ -12,8 +14,10 @@ import (
 // responses: a proxy shedding load answers 502/503) exceeds MaxErrorRatio, or
 // fewer than 99 % of the scheduled requests were sent in the window: either
 // max in flight was reached (the target could not take the offered rate) or
-// the loadgen itself could not keep up. last is the last rate that held, 0
-// if none did.
+// the loadgen itself could not keep up. Every step is an open loop
+// (load.Open, s.Load is not used) of StepDuration with at most MaxInFlight
+// in flight; the first is preceded by the warm-up of WarmUp at StartRate
+// when o.Warmup is set. last is the last rate that held, 0 if none did.
 func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress func(Progress)) (last float64, steps []KneeStep, err error) {
 	if o.StartRate <= 0 || o.Step <= 0 || o.MaxRate < o.StartRate {
 		return 0, nil, fmt.Errorf("knee options: need StartRate > 0, Step > 0 and MaxRate >= StartRate (got %v, %v, %v)", o.StartRate, o.Step, o.MaxRate)
@@ -24,23 +28,29 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	if o.P99 <= 0 {
 		return 0, nil, errors.New("knee options: P99 must be positive, e.g. 100ms")
 	}
-	s.Mode = Open
-	s.Duration = o.StepDuration
-	s.Rate = o.StartRate
+	step := func(rate float64) load.Model {
+		return load.Open{Rate: rate, MaxInFlight: o.MaxInFlight, Duration: o.StepDuration}
+	}
+	s.Load = step(o.StartRate)
 	if err := s.validate(); err != nil {
 		return 0, nil, err
 	}
+	run := func(ctx context.Context, s Spec) (*Result, error) { return a.Run(ctx, s, progress) }
+	warmStart, err := WarmUp(ctx, s, o.Warmup, 0, run, nil) // only the first step needs warming
+	if err != nil && ctx.Err() == nil {
+		return 0, nil, err
+	} // cut short by ctx: the first step reports the interruption
 	for rate := o.StartRate; rate <= o.MaxRate+1e-9; rate += o.Step {
-		s.Rate = rate
-		res, err := a.Run(ctx, s, progress)
+		s.Load = step(rate)
+		res, err := run(ctx, s)
 		if err != nil {
 			if res != nil {
-				steps = append(steps, KneeStep{Rate: rate, Result: res, Why: "interrupted"})
+				steps = append(steps, KneeStep{Rate: rate, Result: res, Why: "interrupted", WarmupStart: warmStart})
 			}
 			return last, steps, err
 		}
-		s.Warmup = 0 // only the first step needs warming
-		st := KneeStep{Rate: rate, Result: res, Why: kneeWhy(res, o)}
+		st := KneeStep{Rate: rate, Result: res, Why: kneeWhy(res, o), WarmupStart: warmStart}
+		warmStart = time.Time{}
 		st.Held = st.Why == ""
 		steps = append(steps, st)
 		if !st.Held {

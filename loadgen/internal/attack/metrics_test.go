@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"proxybench/internal/promcheck"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // nativeBucket returns the bounds of the native bucket holding quantile q,
@@ -55,7 +58,7 @@ func TestNativeHistogramAgreesWithHdr(t *testing.T) {
 		time.Sleep(time.Duration(n%7) * 400 * time.Microsecond)
 	})
 	a, reg := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: 1, Duration: 1500 * time.Millisecond,
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Closed{Connections: 1, Duration: 1500 * time.Millisecond},
 		Labels: Labels{"nginx", "fast", "simple"}})
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -100,13 +103,21 @@ func TestMetricsCountEverything(t *testing.T) {
 		w.Write([]byte("teapot"))
 	})
 	a, reg := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 500, Warmup: 200 * time.Millisecond, Duration: 400 * time.Millisecond,
-		ExpectOrigin: "fast", Labels: Labels{"caddy", "fast", "simple"}})
+	s := Spec{URL: srv.URL, Load: load.Open{Rate: 500, Duration: 400 * time.Millisecond},
+		ExpectOrigin: "fast", Labels: Labels{"caddy", "fast", "simple"}}
+	var warm *Result
+	if _, err := WarmUp(context.Background(), s, 200*time.Millisecond, 0, func(ctx context.Context, s Spec) (r *Result, err error) {
+		warm, err = a.Run(ctx, s, nil)
+		return warm, err
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res := mustRun(t, a, s)
 	text := gather(t, reg)
-	// Prometheus sees warm-up too: 300 scheduled in all, the warm-up's 100
-	// sent and the window's sent (all but what a starved loadgen missed at
-	// the end: the missed counter says how many), late ones included.
-	all := itoa(100 + int(res.Sent))
+	// Prometheus sees warm-up too: 300 scheduled in all, the warm-up's and
+	// the window's sent (all but what a starved loadgen missed at the end
+	// of either: the missed counter says how many), late ones included.
+	all := itoa(int(warm.Sent + res.Sent))
 	if res.Sent+res.Missed != 200 || res.Capped != 0 {
 		t.Errorf("window: sent %d missed %d capped %d, want 200 due", res.Sent, res.Missed, res.Capped)
 	}
@@ -114,9 +125,9 @@ func TestMetricsCountEverything(t *testing.T) {
 		`proxybench_requests_total{code="418",origin="fast",proxy="caddy",scenario="simple"} ` + all,
 		`proxybench_open_loop_scheduled_total{origin="fast",proxy="caddy",scenario="simple"} 300`,
 		`proxybench_open_loop_sent_total{origin="fast",proxy="caddy",scenario="simple"} ` + all,
-		`proxybench_open_loop_missed_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(int(res.Missed)),
+		`proxybench_open_loop_missed_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(int(warm.Missed+res.Missed)),
 		`proxybench_open_loop_capped_total{origin="fast",proxy="caddy",scenario="simple"} 0`,
-		`proxybench_response_bytes_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(6*(100+int(res.Sent))),
+		`proxybench_response_bytes_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(6*int(warm.Sent+res.Sent)),
 		`proxybench_requests_in_flight{origin="fast",proxy="caddy",scenario="simple"} 0`,
 		`proxybench_target_rate_requests_per_second{origin="fast",proxy="caddy",scenario="simple"} 0`,
 		`proxybench_request_duration_seconds_count{origin="fast",proxy="caddy",scenario="simple"} ` + all,
@@ -126,8 +137,8 @@ func TestMetricsCountEverything(t *testing.T) {
 		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="header_too_large",scenario="simple"} 0`,
 		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="body_too_large",scenario="simple"} 0`,
 	}
-	if res.Late > 0 { // the late series of a code exists once one was late
-		wants = append(wants, `proxybench_requests_late_total{code="418",origin="fast",proxy="caddy",scenario="simple"} `+itoa(int(res.Late)))
+	if late := warm.Late + res.Late; late > 0 { // the late series of a code exists once one was late
+		wants = append(wants, `proxybench_requests_late_total{code="418",origin="fast",proxy="caddy",scenario="simple"} `+itoa(int(late)))
 	}
 	for _, want := range wants {
 		if !strings.Contains(text, want+"\n") {

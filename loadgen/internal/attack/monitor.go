@@ -4,6 +4,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // gaugeTick is how often the in-flight gauge, the target rate and the
@@ -21,7 +23,7 @@ func (r *run) monitor(done <-chan struct{}, progress func(Progress)) {
 	defer t.Stop()
 	var (
 		scheduled  uint64
-		lastReport = r.t0
+		lastReport = r.start
 		lastReqs   int64
 		snap       = newHist()
 		ch         = make(chan Progress, 1)
@@ -42,7 +44,7 @@ func (r *run) monitor(done <-chan struct{}, progress func(Progress)) {
 		case <-t.C:
 		}
 		now := r.a.now()
-		el := now.Sub(r.t0)
+		el := now.Sub(r.start)
 		var inFlight int64
 		for _, rec := range r.recs {
 			inFlight += rec.inFlight.Load()
@@ -84,7 +86,7 @@ func (r *run) monitor(done <-chan struct{}, progress func(Progress)) {
 // schedEnd is the offset at which scheduling ended: the planned end, or the
 // moment ctx was cancelled.
 func (r *run) schedEnd() time.Duration {
-	end := r.stop.Sub(r.t0)
+	end := r.stop.Sub(r.start)
 	if c := time.Duration(r.cancelled.Load()); c > 0 && c < end {
 		end = c
 	}
@@ -109,42 +111,9 @@ func (r *run) flushScheduled(n *uint64, el time.Duration) {
 	}
 }
 
-// countDue counts requests due in [from, to) by binary search: Due is
-// monotonic.
-func countDue(p Pacer, from, to time.Duration) int64 {
-	if to <= from {
-		return 0
-	}
-	first := searchDue(p, from)
-	last := searchDue(p, to)
-	return int64(last - first)
-}
-
-// searchDue returns the first n whose due offset is >= t (or the total).
-func searchDue(p Pacer, t time.Duration) uint64 {
-	lo, hi := uint64(0), uint64(1)
-	for {
-		at, ok := p.Due(hi)
-		if !ok || at >= t {
-			break
-		}
-		lo, hi = hi, hi*2
-	}
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if at, ok := p.Due(mid); ok && at < t {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
 // result merges the recorders once every worker has returned.
 func (r *run) result() *Result {
 	res := &Result{
-		WarmupStart:  r.t0,
 		Start:        r.start,
 		End:          r.end(),
 		Codes:        map[int]int64{},
@@ -152,9 +121,6 @@ func (r *run) result() *Result {
 		LateCodes:    map[int]int64{},
 		LateReasons:  map[string]int64{},
 		Hist:         newHist(),
-	}
-	if res.End.Before(res.Start) { // cancelled during the warm-up: an empty window
-		res.End = res.Start
 	}
 	var lag *hdrhistogram.Histogram
 	if r.pacer != nil {
@@ -191,7 +157,7 @@ func (r *run) result() *Result {
 		}
 	}
 	if r.pacer != nil {
-		res.Scheduled = countDue(r.pacer, r.start.Sub(r.t0), r.schedEnd())
+		res.Scheduled = load.CountDue(r.pacer, 0, r.schedEnd())
 		res.Missed = max(0, res.Scheduled-res.Sent)
 		if lag.TotalCount() > 0 {
 			res.LagP99 = time.Duration(lag.ValueAtQuantile(99)) * time.Microsecond

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // A misbehaving proxy must cost the loadgen a bounded time, memory and
@@ -193,9 +195,9 @@ var pathoEngines = []pathoEngine{
 }
 
 func pathoSpec(url string, e pathoEngine, timeout, d time.Duration) Spec {
-	s := Spec{URL: url, Mode: Closed, Concurrency: 2, Duration: d, Timeout: timeout, MaxBodyBytes: 256 << 10}
+	s := Spec{URL: url, Load: load.Closed{Connections: 2, Duration: d}, Timeout: timeout, MaxBodyBytes: 256 << 10}
 	if e.open {
-		s.Mode, s.Rate, s.Concurrency = Open, 25, 16
+		s.Load = load.Open{Rate: 25, MaxInFlight: 16, Duration: d}
 	}
 	return s
 }
@@ -388,7 +390,7 @@ func TestEventLoopTimeoutUnderFastStream(t *testing.T) {
 	a, _ := newAttacker(t)
 	t0 := time.Now()
 	// One connection, one shard: the other CPU keeps the server ahead.
-	res := mustRun(t, a, Spec{URL: srv.url, Mode: Closed, Concurrency: 1, Duration: dur, Timeout: timeout, MaxHeaderBytes: 1 << 50})
+	res := mustRun(t, a, Spec{URL: srv.url, Load: load.Closed{Connections: 1, Duration: dur}, Timeout: timeout, MaxHeaderBytes: 1 << 50})
 	if took := time.Since(t0); took > dur+timeout+margin {
 		t.Errorf("the run took %v: its plan is %v plus a %v drain", took, dur, timeout)
 	}

@@ -1,6 +1,7 @@
-// Package attack owns sending load and measuring it exactly: the load models
-// (closed loop, open loop with coordinated-omission correction, ramping
-// stages, breaking-point search), the HTTP client on the hot path, the exact
+// Package attack owns sending load and measuring it exactly: it runs the
+// load models of package load (closed loop, open loop with coordinated-
+// omission correction, ramping stages), the one warm-up before a window,
+// the breaking-point search, the HTTP client on the hot path, the exact
 // per-run HdrHistogram and the loadgen traffic metrics of
 // docs/design-notes.md. It knows nothing about plans, cells or manifests: the
 // runner drives it one Spec at a time.
@@ -11,33 +12,12 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // Labels are the bounded traffic labels every loadgen series carries.
 type Labels struct{ Proxy, Origin, Scenario string }
-
-// Mode is the load model.
-type Mode string
-
-// Load models.
-const (
-	Closed Mode = "closed" // N workers, each sends its next request when the previous one completes
-	Open   Mode = "open"   // requests are scheduled at a fixed rate whatever the latency
-	Stages Mode = "stages" // ramping rate (open) or concurrency (closed), k6 style
-)
-
-// Stage kinds (Spec.StageKind).
-const (
-	StageRate        = "rate"
-	StageConcurrency = "concurrency"
-)
-
-// Stage ramps linearly from the previous target (0 before the first stage)
-// to Target over Duration, k6 style.
-type Stage struct {
-	Duration time.Duration
-	Target   float64
-}
 
 // Spec is one attack: what to send, how, and for how long.
 type Spec struct {
@@ -46,16 +26,10 @@ type Spec struct {
 	Body   []byte
 	Header http.Header
 
-	Mode        Mode
-	Concurrency int     // closed: workers = connections; open: max in flight (0 = 10000)
-	Rate        float64 // open: requests/s
-
-	Stages    []Stage
-	StageKind string // "rate" (open loop stages) or "concurrency" (closed loop stages)
-
-	Duration time.Duration // measured part (ignored for Stages: sum of stage durations)
-	Warmup   time.Duration // traffic before the window, excluded from Result (but visible in Prometheus counters)
-	Timeout  time.Duration // per request, default 10 s: dial, write and the whole response
+	// Load is what is sent over time, and for how long (Load.Window). A
+	// warm-up is an attack of its own before this one: see WarmUp.
+	Load    load.Model
+	Timeout time.Duration // per request, default 10 s: dial, write and the whole response
 
 	// Bounds on one response, 0 = the default. A response whose head
 	// (status line and header lines, 1xx interim responses included) or
@@ -72,15 +46,13 @@ type Spec struct {
 	Labels Labels
 
 	// OnEdge, when set, is called synchronously from the engine at the two
-	// edges of the measured window: end=false at the start (when Warmup is
-	// 0, immediately before the first request can be sent; with a warm-up,
-	// from a timer at Start), end=true at the planned end, from a timer,
-	// before the requests still in flight are drained. at is the edge's
-	// time: Result.Start and Result.End. Each edge is called exactly once
-	// per Run that starts sending; when ctx ends early, the end edge is
-	// called at the cancellation (both edges, when that is during the
-	// warm-up). It must return quickly: the start edge holds up the first
-	// requests.
+	// edges of the measured window: end=false at the start, immediately
+	// before the first request can be sent, end=true at the planned end,
+	// from a timer, before the requests still in flight are drained. at is
+	// the edge's time: Result.Start and Result.End. Each edge is called
+	// exactly once per Run that starts sending; when ctx ends early, the end
+	// edge is called at the cancellation. It must return quickly: the start
+	// edge holds up the first requests.
 	OnEdge func(end bool, at time.Time)
 }
 
@@ -94,7 +66,7 @@ type Spec struct {
 // Hist, so a stall at the end shows in latency and rate, never as a longer
 // window.
 type Result struct {
-	WarmupStart, Start, End time.Time
+	Start, End time.Time
 
 	Requests    int64 // completed with an HTTP status inside the window
 	Errors      int64 // no HTTP status (transport errors) inside the window
@@ -137,6 +109,8 @@ type Progress struct {
 type KneeOptions struct {
 	StartRate, Step, MaxRate float64
 	StepDuration             time.Duration
+	MaxInFlight              int           // every step's open loop: at most this many in flight (0 = load.DefaultMaxInFlight)
+	Warmup                   time.Duration // before the first step, at StartRate (WarmUp)
 	P99                      time.Duration // a step breaks when its p99 exceeds this
 	MaxErrorRatio            float64       // ... or when errors/(requests+errors) exceeds this
 }
@@ -147,4 +121,6 @@ type KneeStep struct {
 	Result *Result
 	Held   bool
 	Why    string // why it broke, empty when it held
+
+	WarmupStart time.Time // the first step: when its warm-up began; zero without one
 }

@@ -10,8 +10,7 @@ import (
 
 // Defaults applied by validation.
 const (
-	DefaultTimeout     = 10 * time.Second
-	DefaultMaxInFlight = 10000
+	DefaultTimeout = 10 * time.Second
 	// DefaultMaxHeaderBytes bounds a response head. The lab's heads are a
 	// few hundred bytes, and the proxies under test refuse far smaller
 	// upstream heads than this by default (nginx proxy_buffer_size 4 or 8
@@ -38,7 +37,7 @@ func specLimits(s *Spec) limits {
 }
 
 // validate checks s and fills in defaults. Every error names the field and
-// what to do, and comes before any traffic.
+// what to do, and comes before any traffic; the load model checks itself.
 func (s *Spec) validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -85,60 +84,14 @@ func (s *Spec) validate() error {
 	if s.MaxBodyBytes < 0 {
 		bad("spec MaxBodyBytes %d is negative: use a positive bound such as %d (0 = the default)", s.MaxBodyBytes, DefaultMaxBodyBytes)
 	}
-	if s.Warmup < 0 {
-		bad("spec Warmup %v is negative: use 0 for no warm-up", s.Warmup)
-	}
-	if s.Concurrency < 0 {
-		bad("spec Concurrency %d is negative: use a positive number of connections", s.Concurrency)
-	}
-	switch s.Mode {
-	case Closed:
-		if s.Concurrency < 1 {
-			bad("spec Concurrency %d: closed loop needs at least 1 worker", s.Concurrency)
-		}
-		if s.Duration <= 0 {
-			bad("spec Duration %v: closed loop needs a positive duration such as 10s", s.Duration)
-		}
-	case Open:
-		if s.Rate <= 0 {
-			bad("spec Rate %v: open loop needs a positive rate in requests/s", s.Rate)
-		}
-		if s.Duration <= 0 {
-			bad("spec Duration %v: open loop needs a positive duration such as 10s", s.Duration)
-		}
-	case Stages:
-		if len(s.Stages) == 0 {
-			bad("spec Stages is empty: give at least one stage, e.g. 10s:100")
-		}
-		var peak float64
-		for i, st := range s.Stages {
-			if st.Duration <= 0 {
-				bad("spec Stages[%d] duration %v: each stage needs a positive duration", i, st.Duration)
+	if s.Load == nil {
+		bad("spec Load is empty: give a load model, e.g. load.Closed{Connections: 50, Duration: 10 * time.Second}")
+	} else {
+		if err := s.Load.Validate(); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") { // errors.Join: one problem a line
+				bad("spec Load (%s): %s", s.Load.Name(), line)
 			}
-			if st.Target < 0 {
-				bad("spec Stages[%d] target %v is negative", i, st.Target)
-			}
-			peak = max(peak, st.Target)
 		}
-		switch s.StageKind {
-		case StageRate:
-		case StageConcurrency:
-			if len(s.Stages) > 0 && peak < 1 {
-				bad("spec Stages: concurrency stages need a target of at least 1 somewhere")
-			}
-			if peak > DefaultMaxInFlight {
-				bad("spec Stages: concurrency target %v is above %d connections", peak, DefaultMaxInFlight)
-			}
-		default:
-			bad("spec StageKind %q: use %q (open loop) or %q (closed loop)", s.StageKind, StageRate, StageConcurrency)
-		}
-	case "":
-		bad("spec Mode is empty: use %q, %q or %q", Closed, Open, Stages)
-	default:
-		bad("spec Mode %q is unknown: use %q, %q or %q", s.Mode, Closed, Open, Stages)
-	}
-	if (s.Mode == Open || s.Mode == Stages && s.StageKind == StageRate) && s.Concurrency == 0 {
-		s.Concurrency = DefaultMaxInFlight
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // stamped is a real HTTP server that notes when it finished each request
@@ -111,7 +113,7 @@ func TestStallAtTheEndIsLateNotALongerWindow(t *testing.T) {
 			srv := newStamped(t, 2*time.Second, 1500*time.Millisecond)
 			a, _ := newAttacker(t, tc.opts...)
 			var edges edgeLog
-			res := mustRun(t, a, Spec{URL: srv.URL, Mode: Closed, Concurrency: conc, Duration: 3 * time.Second, OnEdge: edges.on})
+			res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Closed{Connections: conc, Duration: 3 * time.Second}, OnEdge: edges.on})
 			if !res.End.Equal(res.Start.Add(3 * time.Second)) {
 				t.Errorf("window %v .. %v, want exactly the planned 3s", res.Start, res.End)
 			}
@@ -155,7 +157,7 @@ func TestOpenLoopOverCapacityIsCappedAndMissed(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
 	a, reg := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 300, Concurrency: 2, Duration: time.Second,
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 300, MaxInFlight: 2, Duration: time.Second},
 		Labels: Labels{"nginx", "fast", "simple"}})
 	t.Logf("scheduled %d sent %d missed %d capped %d late %d lag p99 %v", res.Scheduled, res.Sent, res.Missed, res.Capped, res.Late, res.LagP99)
 	if res.Scheduled != 300 || res.Sent+res.Missed != res.Scheduled {
@@ -192,7 +194,7 @@ func TestOpenLoopUnderCapacityMissesNothing(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 200, Concurrency: 50, Duration: time.Second})
+	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 200, MaxInFlight: 50, Duration: time.Second}})
 	if res.Scheduled != 200 || res.Sent+res.Missed != res.Scheduled || res.Capped != 0 || res.Sent != srv.handled.Load() {
 		t.Errorf("scheduled %d sent %d missed %d capped %d, server %d: want 200 due, none capped", res.Scheduled, res.Sent, res.Missed, res.Capped, srv.handled.Load())
 	}
@@ -215,10 +217,10 @@ func TestSharedGaugesSumConcurrentAttacks(t *testing.T) {
 	lb := Labels{"haproxy", "fast", "auth"}
 	var wg sync.WaitGroup
 	for _, s := range []Spec{
-		{Mode: Open, Rate: 100, Concurrency: 2},
-		{Mode: Open, Rate: 250.5, Concurrency: 3},
+		{Load: load.Open{Rate: 100, MaxInFlight: 2, Duration: 1500 * time.Millisecond}},
+		{Load: load.Open{Rate: 250.5, MaxInFlight: 3, Duration: 1500 * time.Millisecond}},
 	} {
-		s.URL, s.Duration, s.Labels, s.Timeout = srv.URL, 1500*time.Millisecond, lb, 5*time.Second
+		s.URL, s.Labels, s.Timeout = srv.URL, lb, 5*time.Second
 		wg.Go(func() {
 			if _, err := a.Run(context.Background(), s, nil); err != nil {
 				t.Error(err)
@@ -255,10 +257,15 @@ func TestKneeStopsWhenMaxInFlightIsReached(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
 	a, _ := newAttacker(t)
-	last, steps, err := a.Knee(context.Background(), Spec{URL: srv.URL, Concurrency: 2},
-		KneeOptions{StartRate: 25, Step: 100, MaxRate: 500, StepDuration: time.Second, P99: time.Minute, MaxErrorRatio: 0.5}, nil)
+	last, steps, err := a.Knee(context.Background(), Spec{URL: srv.URL},
+		KneeOptions{StartRate: 25, Step: 100, MaxRate: 500, StepDuration: time.Second, MaxInFlight: 2, Warmup: 200 * time.Millisecond,
+			P99: time.Minute, MaxErrorRatio: 0.5}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(steps) < 2 || steps[0].WarmupStart.IsZero() || steps[0].Result.Start.Sub(steps[0].WarmupStart) < 200*time.Millisecond ||
+		!steps[1].WarmupStart.IsZero() {
+		t.Errorf("want the first step alone warmed up for 200ms: %+v", steps)
 	}
 	for _, s := range steps {
 		t.Logf("rate %v held %v %s: sent %d of %d, capped %d", s.Rate, s.Held, s.Why, s.Result.Sent, s.Result.Scheduled, s.Result.Capped)
@@ -295,9 +302,8 @@ func TestKneeWhyTellsCappedFromMissed(t *testing.T) {
 	}
 }
 
-// The edges are called once each, at Result.Start and Result.End, with a
-// warm-up in front, and when ctx ends early (then at the cancellation, also
-// during the warm-up).
+// The edges are called once each, at Result.Start and Result.End, and when
+// ctx ends early (then the end at the cancellation).
 func TestOnEdge(t *testing.T) {
 	t.Parallel()
 	srv := newCounted(t, hello)
@@ -306,9 +312,9 @@ func TestOnEdge(t *testing.T) {
 		s      Spec
 		cancel time.Duration
 	}{
-		{"warm-up", Spec{Mode: Open, Rate: 200, Warmup: 200 * time.Millisecond, Duration: 300 * time.Millisecond}, 0},
-		{"cancelled", Spec{Mode: Closed, Concurrency: 2, Duration: time.Minute}, 300 * time.Millisecond},
-		{"cancelled in warm-up", Spec{Mode: Open, Rate: 100, Warmup: time.Minute, Duration: time.Minute}, 200 * time.Millisecond},
+		{"open", Spec{Load: load.Open{Rate: 200, Duration: 300 * time.Millisecond}}, 0},
+		{"cancelled", Spec{Load: load.Closed{Connections: 2, Duration: time.Minute}}, 300 * time.Millisecond},
+		{"cancelled open", Spec{Load: load.Open{Rate: 100, Duration: time.Minute}}, 200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -329,21 +335,10 @@ func TestOnEdge(t *testing.T) {
 			if len(edges.calls) != 2 {
 				t.Fatalf("edges %+v, want a start and an end", edges.calls)
 			}
-			start, end := res.Start, res.End
-			if tc.name == "cancelled in warm-up" {
-				start = edges.calls[0].at // both at the cancellation
-				if !start.Equal(edges.calls[len(edges.calls)-1].at) || !res.End.Equal(res.Start) || start.After(res.Start) {
-					t.Errorf("edges %+v, window %v .. %v", edges.calls, res.Start, res.End)
-				}
-				end = start
-			}
-			if why := edges.check(start, end); why != "" {
+			if why := edges.check(res.Start, res.End); why != "" {
 				t.Error(why)
 			}
-			if c := edges.calls[0]; tc.s.Warmup > 0 && tc.cancel == 0 && c.when.Before(res.Start) {
-				t.Errorf("start edge called at %v, before the window's start %v", c.when, res.Start)
-			}
-			if dl, ok := ctx.Deadline(); ok && tc.name == "cancelled" && (res.End.Before(dl) || res.End.Sub(dl) > 200*time.Millisecond) {
+			if dl, ok := ctx.Deadline(); ok && (res.End.Before(dl) || res.End.Sub(dl) > 200*time.Millisecond) {
 				t.Errorf("window ends %v after the cancellation, want just after", res.End.Sub(dl))
 			}
 		})

@@ -22,12 +22,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/selfcpu"
 )
 
 type options struct {
-	spec       attack.Spec
+	spec       attack.Spec // its Load parsed from the load flags below
+	mode       string
+	conc       int
+	rate       float64
+	duration   time.Duration
 	stages     string
+	stageKind  string
+	warmup     time.Duration
 	bodyFile   string
 	metrics    string
 	linger     time.Duration
@@ -36,7 +43,6 @@ type options struct {
 	knee       bool
 	kneeOpts   attack.KneeOptions
 	headers    headerFlag
-	mode       string
 	noProgress bool
 	cpuProfile string
 }
@@ -47,16 +53,16 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	s := &o.spec
 	fs.StringVar(&s.URL, "url", "", "target URL (required), e.g. http://127.0.0.1:8882/fast/")
-	fs.IntVar(&s.Concurrency, "c", 50, "closed loop: connections (workers); open loop: max requests in flight (default there 10000)")
-	fs.Float64Var(&s.Rate, "rate", 0, "open loop: requests per second (implies -mode open)")
-	fs.DurationVar(&s.Duration, "d", 10*time.Second, "measured duration (after warm-up)")
-	fs.DurationVar(&s.Warmup, "warmup", 0, "traffic before the measured window, excluded from the summary")
+	fs.IntVar(&o.conc, "c", 50, "closed loop: connections (workers); open loop: max requests in flight (default there 10000)")
+	fs.Float64Var(&o.rate, "rate", 0, "open loop: requests per second (implies -mode open)")
+	fs.DurationVar(&o.duration, "d", 10*time.Second, "measured duration (after warm-up)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "traffic before the measured window, excluded from the summary")
 	fs.DurationVar(&s.Timeout, "timeout", attack.DefaultTimeout, "per-request timeout")
 	fs.IntVar(&s.MaxHeaderBytes, "max-header-bytes", attack.DefaultMaxHeaderBytes, "a response head (1xx included) or trailers beyond this is an error, reason header_too_large")
 	fs.Int64Var(&s.MaxBodyBytes, "max-body-bytes", attack.DefaultMaxBodyBytes, "a response body beyond this is an error, reason body_too_large")
 	fs.StringVar(&o.mode, "mode", "", "closed, open or stages (default: open with -rate, stages with -stages, else closed)")
 	fs.StringVar(&o.stages, "stages", "", `ramping stages "DUR:TARGET,...", e.g. "10s:100,20s:500"`)
-	fs.StringVar(&s.StageKind, "stage-kind", attack.StageRate, "what -stages ramps: rate (open loop) or concurrency (closed loop)")
+	fs.StringVar(&o.stageKind, "stage-kind", load.KindRate, "what -stages ramps: rate (open loop) or concurrency (closed loop)")
 	fs.BoolVar(&s.NewConnPerRequest, "new-conn", false, "a new TCP connection per request instead of keep-alive")
 	fs.StringVar(&s.Method, "method", "GET", "HTTP method")
 	fs.StringVar(&o.bodyFile, "body-file", "", "file whose content is the request body")
@@ -94,26 +100,33 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 		s.Body = b
 	}
-	switch {
-	case o.mode != "":
-		s.Mode = attack.Mode(o.mode)
-	case o.stages != "":
-		s.Mode = attack.Stages
-	case s.Rate > 0:
-		s.Mode = attack.Open
-	default:
-		s.Mode = attack.Closed
+	if o.warmup < 0 {
+		return nil, fmt.Errorf("-warmup %v is negative: use 0 for no warm-up", o.warmup)
 	}
-	if !cSet && (s.Mode == attack.Open || s.Mode == attack.Stages && s.StageKind == attack.StageRate || o.knee) {
-		s.Concurrency = attack.DefaultMaxInFlight // an in-flight cap, not a pool size
-	}
+	set := load.Settings{Mode: o.mode, Concurrency: o.conc, Rate: o.rate, StageKind: o.stageKind, Duration: o.duration}
 	if o.stages != "" {
 		st, err := ParseStages(o.stages)
 		if err != nil {
 			return nil, fmt.Errorf("-stages: %w", err)
 		}
-		s.Stages = st
+		set.Stages = st
 	}
+	if !cSet && (set.OpenLoop() || o.knee) {
+		set.Concurrency = load.DefaultMaxInFlight // an in-flight cap, not a pool size
+	}
+	o.conc = set.Concurrency
+	m, err := set.Model()
+	if err != nil {
+		switch pr := load.Problems(err); {
+		case len(pr) == 1 && pr[0].Field == "Mode":
+			return nil, fmt.Errorf("-mode %q: use closed, open or stages", o.mode)
+		case len(pr) == 1 && pr[0].Field == "StageKind":
+			return nil, fmt.Errorf("-stage-kind %q: use rate (open loop) or concurrency (closed loop)", o.stageKind)
+		}
+		return nil, err
+	}
+	s.Load = m
+	o.kneeOpts.MaxInFlight, o.kneeOpts.Warmup = o.conc, o.warmup
 	return o, nil
 }
 
@@ -176,7 +189,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	if o.knee {
 		code = runKnee(ctx, a, o, progress, stdout, stderr)
 	} else {
-		res, err := a.Run(ctx, o.spec, progress)
+		run := func(ctx context.Context, s attack.Spec) (*attack.Result, error) { return a.Run(ctx, s, progress) }
+		warmStart, err := attack.WarmUp(ctx, o.spec, o.warmup, 0, run, nil)
+		var res *attack.Result
+		if err == nil || ctx.Err() != nil { // cut short by ctx: the window reports the interruption
+			res, err = run(ctx, o.spec)
+		}
 		switch {
 		case res == nil:
 			fmt.Fprintln(stderr, "loadgen attack:", err)
@@ -185,7 +203,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 			log.Warn("attack interrupted: the summary covers what was measured", "err", err)
 			code = 1
 		}
-		if werr := writeResult(stdout, o, res, err != nil); werr != nil {
+		if werr := writeResult(stdout, o, res, warmStart, err != nil); werr != nil {
 			fmt.Fprintln(stderr, "loadgen attack:", werr)
 			return 1
 		}

@@ -21,6 +21,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -31,11 +32,11 @@ func TestParseStages(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in   string
-		want []attack.Stage
+		want []load.Stage
 		err  string
 	}{
-		{"10s:100,20s:500", []attack.Stage{{Duration: 10 * time.Second, Target: 100}, {Duration: 20 * time.Second, Target: 500}}, ""},
-		{" 1m : 0.5 ", []attack.Stage{{Duration: time.Minute, Target: 0.5}}, ""},
+		{"10s:100,20s:500", []load.Stage{{Duration: 10 * time.Second, Target: 100}, {Duration: 20 * time.Second, Target: 500}}, ""},
+		{" 1m : 0.5 ", []load.Stage{{Duration: time.Minute, Target: 0.5}}, ""},
 		{"10s", nil, "want DURATION:TARGET"},
 		{"10:100", nil, "not a positive Go duration"},
 		{"-1s:100", nil, "not a positive Go duration"},
@@ -93,6 +94,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-url", "http://127.0.0.1:1/", "-engine", "turbo"}, `-engine "turbo"`},
 		{[]string{"-url", "http://127.0.0.1:1/", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-url", "http://127.0.0.1:1/", "-mode", "open"}, "open loop needs a positive rate"},
+		{[]string{"-url", "http://127.0.0.1:1/", "-mode", "turbo"}, `-mode "turbo": use closed, open or stages`},
+		{[]string{"-url", "http://127.0.0.1:1/", "-stages", "1s:1", "-stage-kind", "vus"}, `-stage-kind "vus": use rate (open loop) or concurrency`},
+		{[]string{"-url", "http://127.0.0.1:1/", "-warmup", "-1s"}, "-warmup -1s is negative"},
+		{[]string{"-url", "http://127.0.0.1:1/", "-stages", "1s:0", "-stage-kind", "concurrency"}, "need a target of at least 1"},
 		{[]string{"-url", "http://127.0.0.1:1/", "-max-header-bytes", "-1"}, "spec MaxHeaderBytes -1 is negative"},
 		{[]string{"-url", "http://127.0.0.1:1/", "-max-body-bytes", "-1"}, "spec MaxBodyBytes -1 is negative"},
 	} {
@@ -201,6 +206,42 @@ func TestAttackJSON(t *testing.T) {
 	promcheck.Metrics(t, scrape)
 }
 
+// -warmup is the one warm-up of the engine (attack.WarmUp): an attack of
+// its own before the window, outside the summary's counts.
+func TestAttackWarmup(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		scheduled int64
+	}{
+		{"open", []string{"-rate", "200", "-d", "300ms"}, 60},
+		{"rate stages", []string{"-stages", "300ms:200"}, 30},
+		{"closed", []string{"-c", "2", "-d", "300ms"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			args := append([]string{"-url", srv.URL + "/", "-warmup", "200ms", "-json", "-quiet"}, tc.args...)
+			if code := Main(context.Background(), args, &out, &errb, discard()); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			var s Summary
+			if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+				t.Fatalf("%v: %s", err, out.String())
+			}
+			if w := s.Start.Sub(s.WarmupStart); w < 200*time.Millisecond || w > 5*time.Second {
+				t.Errorf("window starts %v after the warm-up, want its 200ms and its drain", w)
+			}
+			if s.Scheduled != tc.scheduled || s.WindowS != 0.3 || s.Requests == 0 || s.Errors != 0 || s.Requests+s.Late != s.Latency.Count {
+				t.Errorf("summary %+v: want %d scheduled in a 0.3 s window, none of the warm-up", s, tc.scheduled)
+			}
+		})
+	}
+}
+
 // TestSummaryGolden pins the text summary for a fixed result.
 func TestSummaryGolden(t *testing.T) {
 	t.Parallel()
@@ -210,7 +251,7 @@ func TestSummaryGolden(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	res := &attack.Result{
-		WarmupStart: t0, Start: t0.Add(5 * time.Second), End: t0.Add(15 * time.Second),
+		Start: t0.Add(5 * time.Second), End: t0.Add(15 * time.Second),
 		Requests: 990, Errors: 10, Bytes: 21000, Scheduled: 1000, Sent: 997, Missed: 3, Capped: 12, LagP99: 1234 * time.Microsecond,
 		WrongOrigin: 1, Codes: map[int]int64{200: 980, 503: 10}, ErrorReasons: map[string]int64{"timeout": 7, "reset": 3}, Hist: h,
 		Late: 4, LateCodes: map[int]int64{200: 3}, LateReasons: map[string]int64{"timeout": 1}, DrainEnd: t0.Add(15*time.Second + 250*time.Millisecond),
@@ -219,15 +260,15 @@ func TestSummaryGolden(t *testing.T) {
 		name string
 		o    options
 	}{
-		{"open", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Mode: attack.Open, Rate: 100,
-			Concurrency: 10000, ExpectOrigin: "fast"}}},
-		{"closed", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Mode: attack.Closed,
-			Concurrency: 50, NewConnPerRequest: true}}},
+		{"open", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Load: load.Open{Rate: 100,
+			MaxInFlight: 10000}, ExpectOrigin: "fast"}, rate: 100, conc: 10000}},
+		{"closed", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Load: load.Closed{
+			Connections: 50}, NewConnPerRequest: true}, conc: 50}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if err := writeResult(&b, &tc.o, res, false); err != nil {
+			if err := writeResult(&b, &tc.o, res, t0, false); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", "summary-"+tc.name+".txt")

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 )
 
 // ParseStages reads "10s:100,20s:500": each stage ramps linearly from the
 // previous target to its own over its duration.
-func ParseStages(s string) ([]attack.Stage, error) {
-	var out []attack.Stage
+func ParseStages(s string) ([]load.Stage, error) {
+	var out []load.Stage
 	for i, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		d, t, ok := strings.Cut(part, ":")
@@ -28,7 +28,7 @@ func ParseStages(s string) ([]attack.Stage, error) {
 		if err != nil || target < 0 || target != target || target > 1e9 {
 			return nil, fmt.Errorf("stage %d %q: target %q is not a number >= 0", i+1, part, t)
 		}
-		out = append(out, attack.Stage{Duration: dur, Target: target})
+		out = append(out, load.Stage{Duration: dur, Target: target})
 	}
 	return out, nil
 }

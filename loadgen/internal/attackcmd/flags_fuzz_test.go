@@ -5,12 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 )
 
 // FuzzFlags: the whole flag parsing of `loadgen attack` with an arbitrary
@@ -60,7 +61,8 @@ func FuzzFlags(f *testing.F) {
 			msg := err.Error()
 			switch {
 			case strings.HasPrefix(msg, "unexpected argument "), strings.HasPrefix(msg, "-stages: stage "),
-				strings.HasPrefix(msg, "-body-file: "),
+				strings.HasPrefix(msg, "-body-file: "), strings.HasPrefix(msg, "-mode "), strings.HasPrefix(msg, "-stage-kind "),
+				strings.HasPrefix(msg, "-warmup "),
 				strings.HasPrefix(msg, "flag provided but not defined: -"), strings.HasPrefix(msg, "flag needs an argument: -"),
 				strings.HasPrefix(msg, "bad flag syntax: "), strings.HasPrefix(msg, "invalid value "),
 				strings.HasPrefix(msg, "invalid boolean value "):
@@ -70,17 +72,37 @@ func FuzzFlags(f *testing.F) {
 			return
 		}
 		s := o.spec
+		mode := s.Load.Name()
 		switch {
-		case o.mode != "" && s.Mode != attack.Mode(o.mode),
-			o.mode == "" && o.stages != "" && s.Mode != attack.Stages,
-			o.mode == "" && o.stages == "" && s.Rate > 0 && s.Mode != attack.Open,
-			o.mode == "" && o.stages == "" && !(s.Rate > 0) && s.Mode != attack.Closed:
-			t.Fatalf("parse(%q): mode %q with -mode %q -stages %q -rate %g", args, s.Mode, o.mode, o.stages, s.Rate)
+		case o.mode != "" && mode != o.mode,
+			o.mode == "" && o.stages != "" && mode != load.NameStages,
+			o.mode == "" && o.stages == "" && o.rate > 0 && mode != load.NameOpen,
+			o.mode == "" && o.stages == "" && !(o.rate > 0) && mode != load.NameClosed:
+			t.Fatalf("parse(%q): mode %q with -mode %q -stages %q -rate %g", args, mode, o.mode, o.stages, o.rate)
 		}
-		if o.stages != "" && len(s.Stages) == 0 {
+		var stages []load.Stage
+		inFlight := 0
+		switch m := s.Load.(type) {
+		case load.Closed:
+			if m.Connections != o.conc || m.Duration != o.duration {
+				t.Fatalf("parse(%q): %+v, want -c %d -d %v", args, m, o.conc, o.duration)
+			}
+		case load.Open:
+			if m.Rate != o.rate && !math.IsNaN(o.rate) || m.Duration != o.duration {
+				t.Fatalf("parse(%q): %+v, want -rate %g -d %v", args, m, o.rate, o.duration)
+			}
+			inFlight = m.MaxInFlight
+		case load.RateStages:
+			stages, inFlight = m.Stages, m.MaxInFlight
+		case load.ConcurrencyStages:
+			stages = m.Stages
+		default:
+			t.Fatalf("parse(%q): load %T", args, s.Load)
+		}
+		if o.stages != "" && mode == load.NameStages && len(stages) == 0 {
 			t.Fatalf("parse(%q): -stages %q gave no stage", args, o.stages)
 		}
-		for _, st := range s.Stages {
+		for _, st := range stages {
 			if st.Duration <= 0 || !(st.Target >= 0) || st.Target > 1e9 {
 				t.Fatalf("parse(%q): accepted stage %+v", args, st)
 			}
@@ -96,8 +118,8 @@ func FuzzFlags(f *testing.F) {
 				cSet = true
 			}
 		}
-		if inFlightCap := s.Mode == attack.Open || s.Mode == attack.Stages && s.StageKind == attack.StageRate || o.knee; !cSet && inFlightCap && s.Concurrency != attack.DefaultMaxInFlight {
-			t.Fatalf("parse(%q): open loop without -c caps in-flight at %d, want %d", args, s.Concurrency, attack.DefaultMaxInFlight)
+		if !cSet && s.Load.Pacer() != nil && inFlight != load.DefaultMaxInFlight || !cSet && o.knee && o.kneeOpts.MaxInFlight != load.DefaultMaxInFlight {
+			t.Fatalf("parse(%q): open loop without -c caps in-flight at %d (knee %d), want %d", args, inFlight, o.kneeOpts.MaxInFlight, load.DefaultMaxInFlight)
 		}
 		again, err := parse(args, io.Discard)
 		if err != nil || fmt.Sprintf("%+v", o) != fmt.Sprintf("%+v", again) { // %v: NaN equals itself

@@ -12,6 +12,7 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 )
 
 // Summary is the JSON form of one attack (-json).
@@ -44,10 +45,15 @@ type Summary struct {
 	Latency      manifest.Latency `json:"latency"` // the window's responses, late ones included
 }
 
-func summarize(o *options, r *attack.Result, interrupted bool) Summary {
+// summarize is the JSON form of r, the window of o's attack; warmStart is
+// when its warm-up began, zero without one.
+func summarize(o *options, r *attack.Result, warmStart time.Time, interrupted bool) Summary {
+	if warmStart.IsZero() {
+		warmStart = r.Start
+	}
 	s := Summary{
-		URL: o.spec.URL, Mode: string(o.spec.Mode), Concurrency: o.spec.Concurrency, Rate: o.spec.Rate,
-		Interrupted: interrupted, WarmupStart: r.WarmupStart, Start: r.Start, End: r.End, WindowS: r.Window(),
+		URL: o.spec.URL, Mode: o.spec.Load.Name(), Concurrency: o.conc, Rate: o.rate,
+		Interrupted: interrupted, WarmupStart: warmStart, Start: r.Start, End: r.End, WindowS: r.Window(),
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes, Scheduled: r.Scheduled, Sent: r.Sent,
 		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: r.Latency(),
 		Missed: r.Missed, Capped: r.Capped, LagP99S: r.LagP99.Seconds(), Late: r.Late,
@@ -71,23 +77,15 @@ func summarize(o *options, r *attack.Result, interrupted bool) Summary {
 	return s
 }
 
-func writeResult(w io.Writer, o *options, r *attack.Result, interrupted bool) error {
-	s := summarize(o, r, interrupted)
+func writeResult(w io.Writer, o *options, r *attack.Result, warmStart time.Time, interrupted bool) error {
+	s := summarize(o, r, warmStart, interrupted)
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}
 	var b strings.Builder
-	what := string(s.Mode) + " loop"
-	switch o.spec.Mode {
-	case attack.Open:
-		what = fmt.Sprintf("open loop at %g requests/s, up to %d in flight", o.spec.Rate, o.spec.Concurrency)
-	case attack.Closed:
-		what = fmt.Sprintf("closed loop, %d connections", o.spec.Concurrency)
-	case attack.Stages:
-		what = fmt.Sprintf("%s stages %s", o.spec.StageKind, o.stages)
-	}
+	what := o.spec.Load.String()
 	conn := "keep-alive"
 	if o.spec.NewConnPerRequest {
 		conn = "new connection per request"
@@ -124,7 +122,7 @@ func writeResult(w io.Writer, o *options, r *attack.Result, interrupted bool) er
 	fmt.Fprintf(&b, "  status codes%s\n", codes(s.Codes))
 	l := s.Latency
 	latency := "from the actual send"
-	if o.spec.Mode != attack.Closed && !(o.spec.Mode == attack.Stages && o.spec.StageKind == attack.StageConcurrency) {
+	if o.spec.Load.Pacer() != nil { // an open loop
 		latency = "from the intended send: coordinated omission corrected"
 	}
 	if s.Late > 0 {
@@ -180,9 +178,9 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 		out := kneeJSON{LastHeld: last}
 		for _, s := range steps {
 			oo := *o
-			oo.spec.Rate = s.Rate
-			oo.spec.Mode = attack.Open
-			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Why, summarize(&oo, s.Result, false)})
+			oo.rate = s.Rate
+			oo.spec.Load = load.Open{Rate: s.Rate, MaxInFlight: o.kneeOpts.MaxInFlight, Duration: o.kneeOpts.StepDuration}
+			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Why, summarize(&oo, s.Result, s.WarmupStart, false)})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"proxybench/internal/scenario"
+	"proxybench/loadgen/internal/load"
 )
 
 // Cell is one planned proxy x origin x scenario x tier x repeat.
@@ -23,6 +24,10 @@ type Cell struct {
 	Duration    Duration `json:"duration"`
 	Warmup      Duration `json:"warmup"`
 	Skip        *Skip    `json:"skip,omitempty"` // why it will not run (scenario not ready, or n/a for the proxy)
+
+	// Load is the cell's complete load model, validated with the plan:
+	// Mode, Concurrency, Rate and Duration above are what it shows.
+	Load load.Model `json:"-"`
 
 	// The scenario resolved at expansion (internal/scenario): its numbers
 	// (docs/scenarios.md) and the registry entry they came from.
@@ -55,8 +60,16 @@ func (p *Plan) Expand() (*Expanded, error) {
 		return nil, fmt.Errorf("tier: %w", err)
 	}
 	x := &Expanded{Plan: *p, LongRun: p.LongRun()}
+	models := make([]load.Model, len(tiers))
+	for i, t := range tiers {
+		if models[i], err = p.loadModel(t.Duration); err != nil {
+			return nil, err
+		}
+	}
 	for _, proxy := range p.Proxies {
-		for _, t := range tiers {
+		for ti, t := range tiers {
+			m := models[ti]
+			conc, rate := m.Summary()
 			for r := 1; r <= p.Repeats; r++ {
 				for _, origin := range p.Origins {
 					for _, name := range p.Scenarios {
@@ -67,17 +80,11 @@ func (p *Plan) Expand() (*Expanded, error) {
 						c := Cell{
 							ID:    CellID(proxy, origin, name, t.Name, r),
 							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
-							Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
+							Mode: m.Name(), Concurrency: conc, Rate: rate, Load: m,
 							Duration: Duration(t.Duration),
 						}
 						if t.Duration >= WarmupThreshold {
 							c.Warmup = p.Warmup
-						}
-						if p.Mode == "stages" {
-							c.Rate = mean(p.Stages)
-							if p.StageKind == "concurrency" {
-								c.Concurrency, c.Rate = int(peak(p.Stages)), 0
-							}
 						}
 						p.applyScenario(&c, sc)
 						x.Cells = append(x.Cells, c)
@@ -87,31 +94,6 @@ func (p *Plan) Expand() (*Expanded, error) {
 		}
 	}
 	return x, nil
-}
-
-// mean is the schedule's own average rate over the measured window: the
-// integral of the ramps (each stage linear from the previous target, 0
-// before the first) over their total duration, i.e. scheduled / duration.
-func mean(st []Stage) float64 {
-	var sum, d, prev float64
-	for _, s := range st {
-		sec := time.Duration(s.Duration).Seconds()
-		sum += (prev + s.Target) / 2 * sec
-		d += sec
-		prev = s.Target
-	}
-	if d <= 0 {
-		return 0
-	}
-	return sum / d
-}
-
-func peak(st []Stage) float64 {
-	var m float64
-	for _, s := range st {
-		m = max(m, s.Target)
-	}
-	return m
 }
 
 // Estimate is how long the run takes at least: cells, warm-ups, settles,

@@ -15,6 +15,7 @@ import (
 
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
+	"proxybench/loadgen/internal/load"
 )
 
 // Warm-up thresholds: warm-up and cooldown only pay off for long cells.
@@ -35,7 +36,7 @@ type Plan struct {
 	Origins   []string `yaml:"origins" json:"origins"`     //
 	Scenarios []string `yaml:"scenarios" json:"scenarios"` // internal/scenario names and groups
 
-	Mode        string   `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages
+	Mode        string   `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages (load.DefaultMode)
 	Concurrency int      `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
 	Rate        float64  `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
 	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
@@ -59,7 +60,8 @@ type Plan struct {
 	SlowDelay        Duration `yaml:"slow_delay" json:"slow_delay"`               // slow: origin delay per request
 }
 
-// Stage is one ramp step.
+// Stage is one ramp step as the plan file, the flags and plan.json write it
+// ("10s"); the load model's is load.Stage.
 type Stage struct {
 	Duration Duration `yaml:"duration" json:"duration"`
 	Target   float64  `yaml:"target" json:"target"`
@@ -80,7 +82,7 @@ func Default() Plan {
 		Origins:     stack.DefaultOrigins(),
 		Scenarios:   []string{"simple"},
 		Concurrency: 50,
-		StageKind:   "rate",
+		StageKind:   load.KindRate,
 		Repeats:     1,
 		Isolate:     true,
 		Warmup:      Duration(5 * time.Second),
@@ -113,14 +115,7 @@ func (p *Plan) Finish(now time.Time) {
 		p.Run = RunID(now)
 	}
 	if p.Mode == "" {
-		switch {
-		case len(p.Stages) > 0:
-			p.Mode = "stages"
-		case p.Rate > 0:
-			p.Mode = "open"
-		default:
-			p.Mode = "closed"
-		}
+		p.Mode = load.DefaultMode(p.Rate, len(p.Stages))
 	}
 }
 
@@ -140,46 +135,24 @@ func (p *Plan) Validate() error {
 	checkNames(&errs, "origins", p.Origins, func(n string) error { _, err := stack.LookupOrigin(n); return err })
 	checkNames(&errs, "scenarios", p.Scenarios, func(n string) error { _, err := scenario.Lookup(n); return err })
 
-	switch p.Mode {
-	case "closed":
-		if p.Rate != 0 {
-			bad("rate %g with mode closed: drop the rate (closed loop) or use mode open", p.Rate)
-		}
-		if p.Concurrency < 1 {
-			bad("concurrency %d: closed loop needs at least 1 connection", p.Concurrency)
-		}
-	case "open":
-		if p.Rate <= 0 {
-			bad("rate %g with mode open: give a rate > 0 requests/s", p.Rate)
-		}
-	case "stages":
-		if len(p.Stages) == 0 {
-			bad("mode stages without stages: give stages such as 10s:100,30s:500")
-		}
-		if p.StageKind != "rate" && p.StageKind != "concurrency" {
-			bad("stage_kind %q: use rate (open loop) or concurrency (closed loop)", p.StageKind)
-		}
-	default:
-		bad("mode %q: use closed, open or stages (or leave it empty: rate > 0 means open)", p.Mode)
+	if p.Mode == load.NameClosed && p.Rate != 0 {
+		bad("rate %g with mode closed: drop the rate (closed loop) or use mode open", p.Rate)
 	}
-	if p.Mode != "stages" && len(p.Stages) > 0 {
+	m, err := p.loadModel(time.Second) // any tier's window: the tiers are checked above
+	if err == nil {
+		err = m.Validate()
+	}
+	for _, pr := range load.Problems(err) {
+		bad("%s", p.loadWords(pr))
+	}
+	if p.Mode != load.NameStages && len(p.Stages) > 0 {
 		bad("stages given with mode %s: use mode stages or drop the stages", p.Mode)
-	}
-	for i, s := range p.Stages {
-		if s.Duration <= 0 || s.Target < 0 {
-			bad("stages[%d] %s:%g: a stage needs a duration > 0 and a target >= 0", i, s.Duration, s.Target)
-		}
 	}
 	if p.Concurrency < 0 || p.Concurrency > 100000 {
 		bad("concurrency %d: use 1..100000", p.Concurrency)
 	}
 	if p.Rate < 0 || math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
 		bad("rate %g: must be a finite number >= 0 (0 = closed loop)", p.Rate)
-	}
-	for i, s := range p.Stages {
-		if math.IsNaN(s.Target) || math.IsInf(s.Target, 0) {
-			bad("stages[%d] target %g: must be a finite number", i, s.Target)
-		}
 	}
 	if math.IsNaN(p.SLO.ErrorRatio) {
 		bad("slo.error_ratio NaN: a ratio in 0..1")
@@ -222,6 +195,44 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("invalid plan:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return nil
+}
+
+// loadModel parses the plan's load settings (mode, concurrency, rate,
+// stages, stage kind) into their model, over a window of d for the closed
+// and open loops (stages have their own). It is the one place the plan
+// reads them: Validate checks the model, Expand puts it on every cell.
+func (p *Plan) loadModel(d time.Duration) (load.Model, error) {
+	st := make([]load.Stage, len(p.Stages))
+	for i, s := range p.Stages {
+		st[i] = load.Stage{Duration: time.Duration(s.Duration), Target: s.Target}
+	}
+	return load.Settings{Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate, Stages: st, StageKind: p.StageKind, Duration: d}.Model()
+}
+
+// loadWords words a problem of the load model in the plan's keys.
+func (p *Plan) loadWords(pr *load.Problem) string {
+	switch pr.Field {
+	case "Mode":
+		return fmt.Sprintf("mode %q: use closed, open or stages (or leave it empty: rate > 0 means open)", p.Mode)
+	case "StageKind":
+		return fmt.Sprintf("stage_kind %q: use rate (open loop) or concurrency (closed loop)", p.StageKind)
+	case "Rate":
+		return fmt.Sprintf("rate %g with mode %s: give a rate > 0 requests/s", p.Rate, p.Mode)
+	case "Connections", "MaxInFlight":
+		return fmt.Sprintf("concurrency %v: %s", pr.Value, pr.Need)
+	case "Stages":
+		if len(p.Stages) == 0 {
+			return "mode stages without stages: " + pr.Need
+		}
+		return fmt.Sprintf("stages %v: %s", pr.Value, pr.Need)
+	case "Stage":
+		return fmt.Sprintf("stages[%d] %v: %s", pr.Stage, pr.Value, pr.Need)
+	case "Target":
+		return fmt.Sprintf("stages[%d] target %v: %s", pr.Stage, pr.Value, pr.Need)
+	case "Duration":
+		return fmt.Sprintf("tier %v: %s", pr.Value, pr.Need)
+	}
+	return pr.Error()
 }
 
 func checkNames(errs *[]string, field string, names []string, lookup func(string) error) {

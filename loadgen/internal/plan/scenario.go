@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"proxybench/loadgen/internal/load"
 	"time"
 
 	"proxybench/internal/manifest"
@@ -32,8 +33,10 @@ func (p *Plan) settings() scenario.Settings {
 func (p *Plan) applyScenario(c *Cell, sc *scenario.Scenario) {
 	set := p.settings()
 	c.Path, c.Shape = sc.Path(c.Origin, set), sc.Resolve(set)
-	if sc.OpenRate != nil {
-		c.Mode, c.Rate = "open", sc.OpenRate(set)
+	if sc.OpenRate != nil { // the scenario's own open loop, p.Concurrency in flight at most
+		c.Rate = sc.OpenRate(set)
+		c.Load = load.Open{Rate: c.Rate, MaxInFlight: p.Concurrency, Duration: time.Duration(c.Duration)}
+		c.Mode = c.Load.Name()
 	}
 	c.Skip = (*Skip)(sc.Skip(c.Proxy))
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"proxybench/loadgen/internal/load"
 )
 
 // Tier is a named cell duration.
@@ -73,7 +75,7 @@ func lookupTier(name string) *Tier {
 // tiers are the plan's tiers; in stages mode one pseudo tier "stages" whose
 // duration is the sum of the stages.
 func (p *Plan) tiers() ([]Tier, error) {
-	if p.Mode == "stages" {
+	if p.Mode == load.NameStages {
 		var sum time.Duration
 		for _, s := range p.Stages {
 			sum += time.Duration(s.Duration)

@@ -30,16 +30,22 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		return mc, ""
 	}
 	began := r.Clock.Now()
-	gap := time.Duration(0)
-	if spec.Warmup > 0 {
+	warm, gap := time.Duration(c.Warmup), time.Duration(0)
+	if warm > 0 {
 		gap = time.Duration(r.Plan.Settle)
 	}
-	r.Cells.Begin(lb, began.Add(spec.Warmup+gap), c.Concurrency, c.Rate)
+	r.Cells.Begin(lb, began.Add(warm+gap), c.Concurrency, c.Rate)
 	shown := c
 	shown.Warmup += plan.Duration(gap) // the display counts the quiet gap as warm-up
 	r.display().CellStart(n, len(r.Plan.Cells), shown)
 
-	warmStart, err := r.warmup(ctx, c, &spec, gap)
+	// The warm-up is an attack of its own, then a quiet gap (attack.WarmUp);
+	// it has no edges, and the proxy's upstream pools stay warm across the
+	// gap (idle timeouts are far longer than the settle).
+	warmStart, err := attack.WarmUp(ctx, spec, warm, gap, func(ctx context.Context, s attack.Spec) (*attack.Result, error) {
+		res, _, err := r.attackMix(ctx, c, s, r.display().Progress)
+		return res, err
+	}, r.Clock.Sleep)
 	var res *attack.Result
 	var per map[string]*attack.Result
 	var pr probes
@@ -98,38 +104,8 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	return mc, died
 }
 
-// warmup sends the cell's warm-up as an attack of its own and then keeps
-// quiet for gap before the measured attack. The engine's built-in warm-up
-// would run straight into the window, and since Prometheus counters count
-// warm-up too, a reporter counting over (start - 1 s, end + 1.5 s] would
-// pick up to a second of it: the quiet gap keeps the counts exact. The
-// proxy's upstream pools stay warm across the gap (idle timeouts are far
-// longer than the settle).
-func (r *Runner) warmup(ctx context.Context, c plan.Cell, spec *attack.Spec, gap time.Duration) (time.Time, error) {
-	if spec.Warmup <= 0 {
-		return time.Time{}, nil
-	}
-	warm := *spec
-	warm.Duration, warm.Warmup = spec.Warmup, 0
-	if warm.Mode == attack.Stages && len(spec.Stages) > 0 { // ramp up to the first stage's target
-		warm.Stages = []attack.Stage{{Duration: spec.Warmup, Target: spec.Stages[0].Target}}
-	}
-	spec.Warmup = 0
-	res, _, err := r.attackMix(ctx, c, warm, r.display().Progress)
-	var start time.Time
-	if res != nil {
-		start = res.Start
-	}
-	if err != nil {
-		return start, fmt.Errorf("warm-up: %w", err)
-	}
-	if err := r.Clock.Sleep(ctx, gap); err != nil {
-		return start, err
-	}
-	return start, nil
-}
-
-// spec turns a planned cell into the engine's Spec.
+// spec turns a planned cell into the engine's Spec: the load is the cell's
+// own model.
 func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 	sc := c.Def // resolved at expansion
 	if sc == nil {
@@ -139,24 +115,12 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 	if err != nil {
 		return attack.Spec{}, err
 	}
-	p := r.Plan
-	s := attack.Spec{
+	return attack.Spec{
 		URL: base + c.Path, Method: sc.Method, Body: sc.Body, Header: sc.Header.Clone(),
-		Mode: attack.Mode(c.Mode), Concurrency: p.Concurrency, Rate: p.Rate,
-		Duration: time.Duration(c.Duration), Warmup: time.Duration(c.Warmup), Timeout: time.Duration(p.Timeout),
+		Load: c.Load, Timeout: time.Duration(r.Plan.Timeout),
 		NewConnPerRequest: sc.NewConnPerRequest, ExpectOrigin: c.Origin,
 		Labels: attack.Labels{Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario},
-	}
-	if sc.OpenRate != nil { // the scenario fixes its own open loop (ratelimit)
-		s.Mode, s.Rate = attack.Open, c.Rate
-	}
-	if s.Mode == attack.Stages {
-		s.StageKind = p.StageKind
-		for _, st := range p.Stages {
-			s.Stages = append(s.Stages, attack.Stage{Duration: time.Duration(st.Duration), Target: st.Target})
-		}
-	}
-	return s, nil
+	}, nil
 }
 
 // fill copies the engine's exact account into the manifest cell: the
@@ -168,12 +132,8 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 		return
 	}
 	mc.Start, mc.End = res.Start, res.End
-	if mc.Start.IsZero() { // stopped during warm-up: an empty window
+	if mc.Start.IsZero() { // no window began: an empty one
 		mc.Start = mc.End
-	}
-	if !res.WarmupStart.IsZero() && mc.WarmupS > 0 {
-		ws := res.WarmupStart
-		mc.WarmupStart = &ws
 	}
 	mc.Requests, mc.Errors, mc.Bytes = res.Requests, res.Errors, res.Bytes
 	mc.Scheduled, mc.Sent, mc.WrongOrigin = res.Scheduled, res.Sent, res.WrongOrigin

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"math"
 	"sync"
 	"time"
 
@@ -108,24 +107,15 @@ func joinEdges(specs []attack.Spec, on func(end bool, at time.Time)) (finish fun
 	}
 }
 
-// splitSpec gives each variant its header and its share of the load: at
-// least one connection each, so a small share is still sent.
+// splitSpec gives each variant its header and its share of the load
+// (load.Model.Share: at least one connection each, so a small share is
+// still sent).
 func splitSpec(s attack.Spec, vs []scenario.Variant) []attack.Spec {
 	out := make([]attack.Spec, len(vs))
 	for i, v := range vs {
 		x := s
 		x.Header = v.Header.Clone()
-		x.Concurrency = max(1, int(math.Round(v.Share*float64(s.Concurrency))))
-		x.Rate = s.Rate * v.Share
-		if len(s.Stages) > 0 {
-			x.Stages = make([]attack.Stage, len(s.Stages))
-			for j, st := range s.Stages {
-				x.Stages[j] = attack.Stage{Duration: st.Duration, Target: st.Target * v.Share}
-				if s.StageKind == attack.StageConcurrency {
-					x.Stages[j].Target = max(1, math.Round(st.Target*v.Share))
-				}
-			}
-		}
+		x.Load = s.Load.Share(v.Share)
 		out[i] = x
 	}
 	return out
@@ -142,12 +132,9 @@ func mergeResults(rs []*attack.Result) *attack.Result {
 			continue
 		}
 		if m == nil {
-			m = &attack.Result{WarmupStart: r.WarmupStart, Start: r.Start, End: r.End,
+			m = &attack.Result{Start: r.Start, End: r.End,
 				Codes: map[int]int64{}, ErrorReasons: map[string]int64{},
 				LateCodes: map[int]int64{}, LateReasons: map[string]int64{}}
-		}
-		if !r.WarmupStart.IsZero() && (m.WarmupStart.IsZero() || r.WarmupStart.Before(m.WarmupStart)) {
-			m.WarmupStart = r.WarmupStart
 		}
 		if !r.Start.IsZero() && (m.Start.IsZero() || r.Start.Before(m.Start)) {
 			m.Start = r.Start

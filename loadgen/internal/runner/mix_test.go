@@ -13,6 +13,7 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 )
 
 func histOf(us ...int64) *hdrhistogram.Histogram {
@@ -80,7 +81,7 @@ func TestJoinEdgesOnePairForTheMix(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var calls []call
-	spec := attack.Spec{URL: srv.URL, Mode: attack.Closed, Concurrency: 2, Duration: 300 * time.Millisecond,
+	spec := attack.Spec{URL: srv.URL, Load: load.Closed{Connections: 2, Duration: 300 * time.Millisecond},
 		OnEdge: func(end bool, at time.Time) { mu.Lock(); calls = append(calls, call{end, at}); mu.Unlock() }}
 	specs := []attack.Spec{spec, spec}
 	finish := joinEdges(specs, spec.OnEdge)

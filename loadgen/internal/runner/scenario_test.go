@@ -17,6 +17,7 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/plan"
 )
 
@@ -107,15 +108,15 @@ func TestSplitSpec(t *testing.T) {
 		wantConc []int
 		wantRate []float64
 	}{
-		{"closed splits connections, at least one each", attack.Spec{Mode: attack.Closed, Concurrency: 10}, []int{9, 1, 1}, []float64{0, 0, 0}},
-		{"open splits the rate", attack.Spec{Mode: attack.Open, Rate: 1000, Concurrency: 100}, []int{90, 5, 5}, []float64{900, 50, 50}},
+		{"closed splits connections, at least one each", attack.Spec{Load: load.Closed{Connections: 10}}, []int{9, 1, 1}, []float64{0, 0, 0}},
+		{"open splits the rate", attack.Spec{Load: load.Open{Rate: 1000, MaxInFlight: 100}}, []int{90, 5, 5}, []float64{900, 50, 50}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			for i, s := range splitSpec(tt.spec, vs) {
-				if s.Concurrency != tt.wantConc[i] || math.Abs(s.Rate-tt.wantRate[i]) > 1e-9 {
-					t.Errorf("variant %s: concurrency %d rate %g, want %d %g", vs[i].Name, s.Concurrency, s.Rate, tt.wantConc[i], tt.wantRate[i])
+				if conc, rate := s.Load.Summary(); conc != tt.wantConc[i] || math.Abs(rate-tt.wantRate[i]) > 1e-9 {
+					t.Errorf("variant %s: concurrency %d rate %g, want %d %g", vs[i].Name, conc, rate, tt.wantConc[i], tt.wantRate[i])
 				}
 			}
 		})

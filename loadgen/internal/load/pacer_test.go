@@ -1,4 +1,4 @@
-package attack
+package load
 
 import (
 	"math"
@@ -21,7 +21,7 @@ func TestConstantPacer(t *testing.T) {
 	if _, ok := p.Due(6000); ok {
 		t.Error("request 6000 would be due at the end")
 	}
-	if got := countDue(p, time.Second, 2*time.Second); got != 2000 {
+	if got := CountDue(p, time.Second, 2*time.Second); got != 2000 {
 		t.Errorf("due in [1s, 2s): %d", got)
 	}
 }
@@ -41,7 +41,7 @@ func TestLinearPacer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := NewLinearPacer(0, tc.stages)
+			p := NewLinearPacer(tc.stages)
 			integral := func(t time.Duration) float64 { // trapezoids of 1 ms
 				var sum float64
 				for x := time.Duration(0); x < t; x += time.Millisecond {
@@ -52,7 +52,7 @@ func TestLinearPacer(t *testing.T) {
 			total := sumStages(tc.stages)
 			for at := time.Duration(0); at <= total; at += 250 * time.Millisecond {
 				want := integral(at)
-				got := float64(countDue(p, 0, at))
+				got := float64(CountDue(p, 0, at))
 				if math.Abs(got-want) > 2 {
 					t.Errorf("due before %v: %v, integral %.1f", at, got, want)
 				}

@@ -1,4 +1,4 @@
-package attack
+package load
 
 import (
 	"math"
@@ -46,21 +46,20 @@ func (p ConstantPacer) Rate(t time.Duration) float64 {
 }
 
 // LinearPacer ramps the rate linearly within each stage from the previous
-// target (Start before the first stage) to the stage's Target, k6 style.
-// The n-th request is due when the integral of the rate reaches n.
+// target (0 before the first stage) to the stage's Target, k6 style. The
+// n-th request is due when the integral of the rate reaches n.
 type LinearPacer struct {
-	start  float64
 	stages []Stage
 	offset []time.Duration // start of each stage
 	cum    []float64       // requests due before each stage
 }
 
-// NewLinearPacer builds the pacer of stages starting from rate start.
-func NewLinearPacer(start float64, stages []Stage) *LinearPacer {
-	p := &LinearPacer{start: start, stages: stages}
+// NewLinearPacer builds the pacer of stages.
+func NewLinearPacer(stages []Stage) *LinearPacer {
+	p := &LinearPacer{stages: stages}
 	var off time.Duration
 	var cum float64
-	prev := start
+	prev := 0.0
 	for _, s := range stages {
 		p.offset = append(p.offset, off)
 		p.cum = append(p.cum, cum)
@@ -80,7 +79,7 @@ func (p *LinearPacer) Due(n uint64) (time.Duration, bool) {
 	if x >= p.cum[last] {
 		return 0, false
 	}
-	prev := p.start
+	prev := 0.0
 	for i, s := range p.stages {
 		if x >= p.cum[i+1] {
 			prev = s.Target
@@ -106,18 +105,36 @@ func (p *LinearPacer) Due(n uint64) (time.Duration, bool) {
 }
 
 // Rate implements Pacer.
-func (p *LinearPacer) Rate(t time.Duration) float64 { return stageValue(p.start, p.stages, t) }
+func (p *LinearPacer) Rate(t time.Duration) float64 { return stageValue(0, p.stages, t) }
 
-// stageValue is the linearly interpolated target at offset t (0 after the
-// last stage).
-func stageValue(start float64, stages []Stage, t time.Duration) float64 {
-	prev := start
-	for _, s := range stages {
-		if t < s.Duration {
-			return prev + (s.Target-prev)*float64(t)/float64(s.Duration)
-		}
-		t -= s.Duration
-		prev = s.Target
+// CountDue counts the requests p has due in [from, to), by binary search:
+// Due is monotonic.
+func CountDue(p Pacer, from, to time.Duration) int64 {
+	if to <= from {
+		return 0
 	}
-	return 0
+	first := searchDue(p, from)
+	last := searchDue(p, to)
+	return int64(last - first)
+}
+
+// searchDue returns the first n whose due offset is >= t (or the total).
+func searchDue(p Pacer, t time.Duration) uint64 {
+	lo, hi := uint64(0), uint64(1)
+	for {
+		at, ok := p.Due(hi)
+		if !ok || at >= t {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if at, ok := p.Due(mid); ok && at < t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
