@@ -105,7 +105,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := load.Settings{Mode: o.mode, Concurrency: o.conc, Rate: o.rate, StageKind: o.stageKind, Duration: o.duration}
 	if o.stages != "" {
-		st, err := ParseStages(o.stages)
+		st, err := load.ParseStages(o.stages)
 		if err != nil {
 			return nil, fmt.Errorf("-stages: %w", err)
 		}

@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,32 @@ func FormatStages(st []Stage) string {
 		parts[i] = s.String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// ParseStages reads "10s:100,20s:500": each stage ramps linearly from the
+// previous target to its own over its duration.
+func ParseStages(s string) ([]Stage, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Stage
+	for i, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		d, t, ok := strings.Cut(part, ":")
+		if !ok {
+			return nil, fmt.Errorf("stage %d %q: want DURATION:TARGET, e.g. 10s:100", i+1, part)
+		}
+		dur, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil || dur <= 0 {
+			return nil, fmt.Errorf("stage %d %q: duration %q is not a positive Go duration like 10s", i+1, part, d)
+		}
+		target, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+		if err != nil || target < 0 || target != target || target > 1e9 {
+			return nil, fmt.Errorf("stage %d %q: target %q is not a number >= 0", i+1, part, t)
+		}
+		out = append(out, Stage{Duration: dur, Target: target})
+	}
+	return out, nil
 }
 
 // checkStages is the problems of stages every stages model has: none at

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"proxybench/loadgen/internal/load"
 	"reflect"
 	"strconv"
 	"strings"
@@ -163,27 +164,16 @@ func Parse(b []byte) (Plan, error) {
 	return p, nil
 }
 
-// ParseStages reads 10s:100,30s:500.
+// ParseStages reads 10s:100,30s:500 (load.ParseStages) into the plan's
+// stages.
 func ParseStages(s string) ([]Stage, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+	st, err := load.ParseStages(s)
+	if err != nil {
+		return nil, err
 	}
 	var out []Stage
-	for _, part := range strings.Split(s, ",") {
-		d, t, ok := strings.Cut(strings.TrimSpace(part), ":")
-		if !ok {
-			return nil, fmt.Errorf("stage %q: write duration:target, e.g. 30s:500", part)
-		}
-		var st Stage
-		if err := st.Duration.Set(d); err != nil {
-			return nil, fmt.Errorf("stage %q: %w", part, err)
-		}
-		v, err := strconv.ParseFloat(t, 64)
-		if err != nil {
-			return nil, fmt.Errorf("stage %q: target %q is not a number", part, t)
-		}
-		st.Target = v
-		out = append(out, st)
+	for _, x := range st {
+		out = append(out, Stage{Duration: Duration(x.Duration), Target: x.Target})
 	}
 	return out, nil
 }
