@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"proxybench/internal/atomicfile"
+	"proxybench/internal/cellid"
 )
 
 // SchemaVersion changes whenever a field changes meaning or is removed.
@@ -51,12 +52,7 @@ const (
 
 // Cell is one proxy x origin x scenario x tier x repeat.
 type Cell struct {
-	ID       string `json:"id"` // stable within a run, e.g. "nginx.fast.simple.quick.r1"
-	Proxy    string `json:"proxy"`
-	Origin   string `json:"origin"`
-	Scenario string `json:"scenario"`
-	Tier     string `json:"tier"`
-	Repeat   int    `json:"repeat"`
+	cellid.Key
 
 	Mode        string  `json:"mode"` // closed, open, stages
 	Concurrency int     `json:"concurrency"`

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/promcheck"
 )
 
@@ -32,7 +33,7 @@ func TestGolden(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := New(reg)
 	t0 := time.Unix(1_800_000_000, 250_000_000)
-	ok := Cell{Run: "r1", ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: "1"}
+	ok := Cell{Run: "r1", Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1}}
 	bad := ok
 	bad.ID, bad.Origin = "nginx.go.simple.quick.r1", "go"
 	skip := ok

@@ -2,18 +2,14 @@ package plan
 
 import (
 	"fmt"
-	"strconv"
 	"time"
+
+	"proxybench/internal/cellid"
 )
 
 // Cell is one planned proxy x origin x scenario x tier x repeat.
 type Cell struct {
-	ID          string   `json:"id"`
-	Proxy       string   `json:"proxy"`
-	Origin      string   `json:"origin"`
-	Scenario    string   `json:"scenario"`
-	Tier        string   `json:"tier"`
-	Repeat      int      `json:"repeat"`
+	cellid.Key
 	Path        string   `json:"path"`
 	Mode        string   `json:"mode"`
 	Concurrency int      `json:"concurrency"`
@@ -34,14 +30,6 @@ type Cell struct {
 
 // NA is the prefix of Skip for a cell the proxy cannot do natively.
 const NA = "n/a: "
-
-// RepeatLabel is the repeat as the metric label value.
-func (c Cell) RepeatLabel() string { return strconv.Itoa(c.Repeat) }
-
-// CellID is <proxy>.<origin>.<scenario>.<tier>.r<repeat>.
-func CellID(proxy, origin, scenario, tier string, repeat int) string {
-	return fmt.Sprintf("%s.%s.%s.%s.r%d", proxy, origin, scenario, tier, repeat)
-}
 
 // Expanded is the plan as run: the plan plus every cell in order. It is what
 // results/<run>/plan.json and the manifest's plan hold.
@@ -71,8 +59,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 							return nil, err
 						}
 						c := Cell{
-							ID:    CellID(proxy, origin, name, t.Name, r),
-							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
+							Key:  cellid.New(proxy, origin, name, t.Name, r),
 							Path: sc.Path(origin, p), Mode: p.Mode, Concurrency: p.Concurrency, Rate: p.Rate,
 							Duration: Duration(t.Duration), Skip: sc.NotReady,
 						}

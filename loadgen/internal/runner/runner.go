@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
@@ -377,7 +378,7 @@ func (r *Runner) display() progress.Display {
 }
 
 func (r *Runner) labels(c plan.Cell) cellmetrics.Cell {
-	return cellmetrics.Cell{Run: r.Plan.Run, ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.RepeatLabel()}
+	return cellmetrics.Cell{Run: r.Plan.Run, Key: c.Key}
 }
 
 func (r *Runner) skipped(c plan.Cell, reason string) manifest.Cell {
@@ -389,7 +390,7 @@ func (r *Runner) skipped(c plan.Cell, reason string) manifest.Cell {
 
 func base(c plan.Cell) manifest.Cell {
 	return manifest.Cell{
-		ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat,
+		Key:  cellid.Key{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat},
 		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
 		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
 		Codes: map[string]int64{}, Expected: scenario.Expected(c.Scenario),

@@ -4,13 +4,14 @@ import (
 	"reflect"
 	"testing"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 )
 
 func TestSupportMatrix(t *testing.T) {
 	t.Parallel()
 	cell := func(proxy, scenario, status, reason string) manifest.Cell {
-		return manifest.Cell{Proxy: proxy, Scenario: scenario, Status: status, Reason: reason}
+		return manifest.Cell{Key: cellid.Key{Proxy: proxy, Scenario: scenario}, Status: status, Reason: reason}
 	}
 	tests := []struct {
 		name  string
