@@ -3,7 +3,7 @@ package attack
 import (
 	"math"
 	"net/http"
-	"proxybench/internal/promcheck"
+	"proxybench/internal/metricslint"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,7 +141,7 @@ func TestMetricsCountEverything(t *testing.T) {
 	if res.Requests+res.Late != res.Sent || res.Codes[418] != res.Requests {
 		t.Errorf("window: %d requests %v, %d late", res.Requests, res.Codes, res.Late)
 	}
-	promcheck.Metrics(t, []byte(text))
+	metricslint.Check(t, []byte(text))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -12,7 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"proxybench/internal/promcheck"
+	"proxybench/internal/metricslint"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,7 +198,7 @@ func TestAttackJSON(t *testing.T) {
 			t.Errorf("scrape lacks %q", want)
 		}
 	}
-	promcheck.Metrics(t, scrape)
+	metricslint.Check(t, scrape)
 }
 
 // TestSummaryGolden pins the text summary for a fixed result.

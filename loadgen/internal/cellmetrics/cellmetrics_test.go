@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"proxybench/internal/cellid"
-	"proxybench/internal/promcheck"
+	"proxybench/internal/metricslint"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -69,5 +69,5 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
-	promcheck.Metrics(t, got)
+	metricslint.Check(t, got)
 }

@@ -37,8 +37,8 @@ type Config struct {
 	Log         *slog.Logger
 }
 
-// Build produces the report of cfg.Run.
-func Build(ctx context.Context, cfg Config) (*report.Report, error) {
+// Report produces the report of cfg.Run.
+func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
 	}

@@ -41,7 +41,7 @@ func fuzzManifest() []byte {
 
 // FuzzBuildFromManifest: the reporter reading results/<run>/manifest.json
 // (and plan.json beside it) with Prometheus out of the picture, any bytes.
-// Build refuses with an error naming the file, never panics; a report it
+// Report refuses with an error naming the file, never panics; a report it
 // builds counts its cells, saves, and reads back as it was encoded.
 func FuzzBuildFromManifest(f *testing.F) {
 	m := fuzzManifest()
@@ -72,7 +72,7 @@ func FuzzBuildFromManifest(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		r, err := Build(context.Background(), Config{Run: "fz", RunDir: dir, Thresholds: report.DefaultThresholds, Now: fuzzNow})
+		r, err := Report(context.Background(), Config{Run: "fz", RunDir: dir, Thresholds: report.DefaultThresholds, Now: fuzzNow})
 		if err != nil {
 			if msg := err.Error(); !strings.Contains(msg, mp) && !strings.Contains(msg, pp) && !strings.Contains(msg, "manifest plan") {
 				t.Fatalf("error %q names neither %s nor %s", msg, mp, pp)

@@ -77,7 +77,7 @@ func TestSaveKeepsRicherReport(t *testing.T) {
 	writeSynthManifest(t, dir, run.ID, run)
 	build := func(c *promapi.Client, url, id, dir string) *report.Report {
 		t.Helper()
-		r, err := Build(context.Background(), Config{Prom: c, PromURL: url, Run: id, RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
+		r, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: id, RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func TestBuildFromManifestWhenPrometheusUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Build(context.Background(), Config{Prom: c, PromURL: url, Run: "m1", RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
+	r, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: "m1", RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestBuildErrorsWithoutAnySource(t *testing.T) {
 	t.Parallel()
 	url := closedURL(t)
 	c, _ := promapi.New(url, nil)
-	_, err := Build(context.Background(), Config{Prom: c, PromURL: url, Run: "nope", RunDir: t.TempDir(), Now: time.Now})
+	_, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: "nope", RunDir: t.TempDir(), Now: time.Now})
 	if err == nil || !strings.Contains(err.Error(), "nothing to report") {
 		t.Fatalf("err = %v, want a nothing-to-report error", err)
 	}
