@@ -12,7 +12,7 @@ import (
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
-	"proxybench/loadgen/internal/preflight"
+	"proxybench/loadgen/internal/routecheck"
 )
 
 // runCell sends one cell and judges it. died is non-empty when the proxy
@@ -230,7 +230,7 @@ func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
 	if err != nil {
 		return ""
 	}
-	res := preflight.CheckRoute(ctx, preflight.NewClient(), c.Proxy, base, c.Origin, 2*time.Second)
+	res := routecheck.CheckRoute(ctx, routecheck.NewClient(), c.Proxy, base, c.Origin, 2*time.Second)
 	if res.OK {
 		return ""
 	}

@@ -22,8 +22,8 @@ import (
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
-	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/progress"
+	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/selfcpu"
 )
 
@@ -49,7 +49,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 // env is what tests replace: where the proxies are, how Docker is reached,
 // the clock, and a wrapper around the display to observe a run mid-flight.
 type env struct {
-	target  preflight.Target
+	target  routecheck.Target
 	docker  func(context.Context) (Docker, error)
 	clock   Clock
 	display func(progress.Display) progress.Display
