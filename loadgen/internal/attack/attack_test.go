@@ -77,7 +77,7 @@ func TestOpenLoopRateAccuracy(t *testing.T) {
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
 	res := mustRun(t, a, Spec{URL: srv.URL, Mode: Open, Rate: 2000, Duration: 2 * time.Second})
-	t.Logf("errors %v, p99 %.4fs max %.4fs, missed %d, lag p99 %v", res.ErrorReasons, res.Latency().P99, res.Latency().Max, res.Missed, res.LagP99)
+	t.Logf("errors %v, p99 %.4fs max %.4fs, missed %d, lag p99 %v", res.ErrorReasons, latency(res).P99, latency(res).Max, res.Missed, res.LagP99)
 	if res.Scheduled != 4000 || res.Sent+res.Missed != res.Scheduled {
 		t.Errorf("scheduled %d (want 4000), sent %d, missed %d", res.Scheduled, res.Sent, res.Missed)
 	}
@@ -170,7 +170,7 @@ func TestCoordinatedOmission(t *testing.T) {
 	wg.Go(func() { open = run(Spec{Mode: Open, Rate: 500, Concurrency: 2, Duration: 4 * time.Second}) })
 	wg.Go(func() { closed = run(Spec{Mode: Closed, Concurrency: 2, Duration: 4 * time.Second}) })
 	wg.Wait()
-	ol, cl := open.Latency(), closed.Latency()
+	ol, cl := latency(open), latency(closed)
 	t.Logf("open p99 %.3fs max %.3fs n=%d; closed p99 %.3fs max %.3fs n=%d", ol.P99, ol.Max, ol.Count, cl.P99, cl.Max, cl.Count)
 	if ol.P99 < 0.5 {
 		t.Errorf("open loop p99 %.3fs hides the 1 s stall", ol.P99)
@@ -209,7 +209,7 @@ func TestLatencyOfDelayedHandler(t *testing.T) {
 	} {
 		s.URL = srv.URL
 		a, _ := newAttacker(t)
-		l := mustRun(t, a, s).Latency()
+		l := latency(mustRun(t, a, s))
 		if l.Count == 0 || l.Min < 0.020 || l.P50 < 0.020 {
 			t.Errorf("%s: min %.6fs p50 %.6fs over %d requests: below the handler's 20 ms, the measurement under-reports", s.Mode, l.Min, l.P50, l.Count)
 		}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"proxybench/internal/manifest"
 )
 
 // counted is a real HTTP server that counts the requests it handled.
@@ -59,6 +61,9 @@ func mustRun(t testing.TB, a *Attacker, s Spec) *Result {
 	}
 	return res
 }
+
+// latency is the manifest's percentiles of res, as the runner records them.
+func latency(res *Result) manifest.Latency { return manifest.LatencyOf(res.Hist) }
 
 func ms(d float64) time.Duration { return time.Duration(d * float64(time.Millisecond)) }
 

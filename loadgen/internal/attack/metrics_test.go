@@ -76,7 +76,7 @@ func TestNativeHistogramAgreesWithHdr(t *testing.T) {
 	if len(h.GetBucket()) != len(latencyBuckets) {
 		t.Errorf("classic buckets %d, want %d", len(h.GetBucket()), len(latencyBuckets))
 	}
-	l := res.Latency()
+	l := latency(res)
 	t.Logf("hdr count %d; above p99 %.6f: %d; native zero %d sum %.4f hdr mean %.6f native mean %.6f", res.Hist.TotalCount(), l.P99,
 		res.Hist.TotalCount()-countBelow(res, l.P99), h.GetZeroCount(), h.GetSampleSum(), l.Mean, h.GetSampleSum()/float64(h.GetSampleCount()))
 	for _, c := range []struct {

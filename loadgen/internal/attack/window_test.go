@@ -130,9 +130,9 @@ func TestStallAtTheEndIsLateNotALongerWindow(t *testing.T) {
 			if got := srv.handled.Load(); got != res.Requests+res.Late {
 				t.Errorf("server handled %d, requests %d + late %d", got, res.Requests, res.Late)
 			}
-			if res.Hist.TotalCount() != res.Requests+res.Late || res.Latency().Max < 1.4 {
+			if res.Hist.TotalCount() != res.Requests+res.Late || latency(res).Max < 1.4 {
 				t.Errorf("histogram %d samples, max %.3fs: want the window's %d and the %d late ones with ~1.5s",
-					res.Hist.TotalCount(), res.Latency().Max, res.Requests, res.Late)
+					res.Hist.TotalCount(), latency(res).Max, res.Requests, res.Late)
 			}
 			if d := res.DrainEnd.Sub(res.End); d < 300*time.Millisecond || d > 2*time.Second {
 				t.Errorf("drain end %v after the window's end, want ~0.5s", d)

@@ -193,7 +193,7 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 		mc.DrainEnd = &de
 	}
 	if res.Hist != nil {
-		mc.Latency = res.Latency()
+		mc.Latency = manifest.LatencyOf(res.Hist)
 	}
 }
 
