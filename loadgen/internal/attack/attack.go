@@ -4,13 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/loadgen/internal/wire"
 )
 
 // Attacker runs attacks one at a time and publishes them to its Metrics.
@@ -59,9 +60,9 @@ type run struct {
 	a       *Attacker
 	s       Spec
 	rm      *runMetrics
-	req     *request
+	req     *wire.Request
 	evloop  bool // closed loop on the epoll event loop
-	newDoer func() doer
+	newDoer func() wire.Doer
 	recs    []*recorder
 
 	total           time.Duration // warm-up plus the planned window
@@ -122,19 +123,19 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 
 func (a *Attacker) prepare(s *Spec) (*run, error) {
 	r := &run{a: a, s: *s, rm: a.m.forRun(s.Labels)}
-	req, err := buildRequest(s)
+	req, err := wire.NewRequest(target(s))
 	if err != nil {
 		return nil, err
 	}
 	r.req = req
 	stdlib := a.netHTTP || isHTTPS(s.URL)
-	r.evloop = evLoopAvailable && !stdlib && !a.netpoll && s.Mode == Closed
+	r.evloop = wire.EventLoopAvailable && !stdlib && !a.netpoll && s.Mode == Closed
 	if stdlib {
-		tr := newStdTransport(s, max(s.Concurrency, 1))
-		client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		r.newDoer = func() doer { return newStdDoer(client, &r.s) }
+		t := target(s)
+		client := wire.NewStdClient(&t, max(s.Concurrency, 1))
+		r.newDoer = func() wire.Doer { return wire.NewStdDoer(client, &t) }
 	} else {
-		r.newDoer = func() doer { return newLeanConn(req) }
+		r.newDoer = func() wire.Doer { return wire.NewLeanConn(req) }
 	}
 
 	r.total = s.Warmup + s.Duration
@@ -297,7 +298,7 @@ func (r *run) spawn(ctx context.Context, fn func(context.Context, int)) bool {
 // under concurrency stages it idles while its id is above the target.
 func (r *run) closedWorker(ctx context.Context, id int) {
 	d := r.newDoer()
-	defer d.close()
+	defer d.Close()
 	rec := r.recs[id%len(r.recs)]
 	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
@@ -307,7 +308,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 			return
 		}
 		if r.conc != nil && id >= r.conc(now.Sub(r.t0)) {
-			d.close() // an idle worker holds no connection, like a smaller pool
+			d.Close() // an idle worker holds no connection, like a smaller pool
 			idle.Reset(min(10*time.Millisecond, r.stop.Sub(now)))
 			select {
 			case <-ctx.Done():
@@ -330,9 +331,9 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 // the workers stop sending: what was due and not sent by then is missed.
 func (r *run) openWorker(ctx context.Context, id int) {
 	d := r.newDoer()
-	defer d.close()
-	if c, ok := d.(interface{ connect(time.Time) error }); ok {
-		c.connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it
+	defer d.Close()
+	if c, ok := d.(wire.Connector); ok {
+		c.Connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it
 	}
 	rec := r.recs[id%len(r.recs)]
 	timer := time.NewTimer(time.Hour)
@@ -385,9 +386,9 @@ func (r *run) openWorker(ctx context.Context, id int) {
 }
 
 // send does one request; open is the open loop's send, nil in closed loop.
-func (r *run) send(d doer, rec *recorder, sent, from time.Time, measured bool, open *openSend) {
+func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, measured bool, open *openSend) {
 	rec.inFlight.Add(1)
-	res, err := d.do(sent.Add(r.s.Timeout))
+	res, err := d.Do(sent.Add(r.s.Timeout))
 	done := r.a.now()
 	rec.inFlight.Add(-1)
 	rec.record(r.rm, done, done.Sub(from), res, err, measured, open, done.After(r.end()))

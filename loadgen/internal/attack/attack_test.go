@@ -33,7 +33,7 @@ func TestClosedLoopCountsMatchServer(t *testing.T) {
 			if res.Requests == 0 || res.Errors != 0 {
 				t.Fatalf("requests %d errors %d %v", res.Requests, res.Errors, res.ErrorReasons)
 			}
-			if got := srv.handled.Load(); got != res.Requests+res.Late {
+			if got := srv.Handled.Load(); got != res.Requests+res.Late {
 				t.Errorf("server handled %d, result says %d + %d late", got, res.Requests, res.Late)
 			}
 			// Late responses are not counted in the window but their
@@ -81,7 +81,7 @@ func TestOpenLoopRateAccuracy(t *testing.T) {
 	if res.Scheduled != 4000 || res.Sent+res.Missed != res.Scheduled {
 		t.Errorf("scheduled %d (want 4000), sent %d, missed %d", res.Scheduled, res.Sent, res.Missed)
 	}
-	if got := srv.handled.Load(); res.Requests+res.Errors+res.Late != got || res.Sent != got {
+	if got := srv.Handled.Load(); res.Requests+res.Errors+res.Late != got || res.Sent != got {
 		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, got)
 	}
 	if 2*res.Missed > res.Scheduled {
@@ -99,8 +99,8 @@ func TestStagesRate(t *testing.T) {
 	if res.Scheduled < 1499 || res.Scheduled > 1501 {
 		t.Errorf("scheduled %d, want 1500", res.Scheduled)
 	}
-	if res.Sent+res.Missed != res.Scheduled || res.Requests+res.Errors+res.Late != res.Sent || res.Sent != srv.handled.Load() {
-		t.Errorf("sent %d missed %d requests %d errors %d late %d scheduled %d, server %d", res.Sent, res.Missed, res.Requests, res.Errors, res.Late, res.Scheduled, srv.handled.Load())
+	if res.Sent+res.Missed != res.Scheduled || res.Requests+res.Errors+res.Late != res.Sent || res.Sent != srv.Handled.Load() {
+		t.Errorf("sent %d missed %d requests %d errors %d late %d scheduled %d, server %d", res.Sent, res.Missed, res.Requests, res.Errors, res.Late, res.Scheduled, srv.Handled.Load())
 	}
 	if 2*res.Missed > res.Scheduled {
 		t.Errorf("missed %d of %d (lag p99 %v): the ramp does not keep its schedule", res.Missed, res.Scheduled, res.LagP99)
@@ -123,8 +123,8 @@ func TestStagesConcurrency(t *testing.T) {
 	if peak.Load() != 4 {
 		t.Errorf("peak concurrency %d, want 4", peak.Load())
 	}
-	if res.Requests+res.Late != srv.handled.Load() || res.Requests == 0 {
-		t.Errorf("requests %d late %d server %d", res.Requests, res.Late, srv.handled.Load())
+	if res.Requests+res.Late != srv.Handled.Load() || res.Requests == 0 {
+		t.Errorf("requests %d late %d server %d", res.Requests, res.Late, srv.Handled.Load())
 	}
 }
 
@@ -243,8 +243,8 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 			if res == nil || res.End.IsZero() {
 				t.Fatalf("no partial result: %+v", res)
 			}
-			if res.Requests == 0 || res.Requests+res.Errors+res.Late != srv.handled.Load() || res.Errors != 0 {
-				t.Errorf("result %d requests %d errors %d late, server handled %d", res.Requests, res.Errors, res.Late, srv.handled.Load())
+			if res.Requests == 0 || res.Requests+res.Errors+res.Late != srv.Handled.Load() || res.Errors != 0 {
+				t.Errorf("result %d requests %d errors %d late, server handled %d", res.Requests, res.Errors, res.Late, srv.Handled.Load())
 			}
 			// The window ends at the cancellation, not at the planned end.
 			if dl, _ := ctx.Deadline(); res.End.Before(dl) || res.End.Sub(dl) > 200*time.Millisecond {
@@ -276,7 +276,7 @@ func TestWarmupExcluded(t *testing.T) {
 	}
 	// The warm-up's 300 are sent before any of the window's (requests
 	// are claimed in order), and never counted in it.
-	if got := srv.handled.Load(); got != 300+res.Sent {
+	if got := srv.Handled.Load(); got != 300+res.Sent {
 		t.Errorf("server handled %d, want 300 of warm-up + %d sent in the window", got, res.Sent)
 	}
 }

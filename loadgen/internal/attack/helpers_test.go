@@ -3,11 +3,8 @@ package attack
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,37 +12,16 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/wire/wiretest"
 )
 
-// counted is a real HTTP server that counts the requests it handled.
-// It also counts the connections it accepted.
-type counted struct {
-	*httptest.Server
-	handled atomic.Int64
-	conns   atomic.Int64
-}
+// counted is a real HTTP server that counts the requests it handled and
+// the connections it accepted.
+type counted = wiretest.Counted
 
-func newCounted(t testing.TB, h http.HandlerFunc) *counted {
-	t.Helper()
-	c := &counted{}
-	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h(w, r)
-		c.handled.Add(1)
-	}))
-	c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			c.conns.Add(1)
-		}
-	}
-	c.Start()
-	t.Cleanup(c.Close)
-	return c
-}
+func newCounted(t testing.TB, h http.HandlerFunc) *counted { return wiretest.NewCounted(t, h) }
 
-func hello(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("X-Origin", "go")
-	w.Write([]byte("hello, proxybench\n"))
-}
+var hello = wiretest.Hello
 
 func newAttacker(t testing.TB, opts ...Option) (*Attacker, *prometheus.Registry) {
 	t.Helper()
