@@ -55,15 +55,7 @@ func TestEventLoopRawResponses(t *testing.T) {
 	for _, tc := range wiretest.RawCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			url := wiretest.RawServer(t, func(c net.Conn) {
-				br := bufio.NewReader(c)
-				for wiretest.ReadRequest(br) == nil {
-					c.Write([]byte(tc.Resp))
-					if tc.Close {
-						return
-					}
-				}
-			})
+			url := tc.Serve(t)
 			a, _ := newAttacker(t)
 			res := mustRun(t, a, Spec{URL: url, Mode: Closed, Concurrency: 1, Duration: 200 * time.Millisecond, Timeout: time.Second})
 			if tc.Err != "" {

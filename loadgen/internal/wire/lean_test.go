@@ -3,7 +3,6 @@ package wire
 import (
 	"bufio"
 	"bytes"
-	"net"
 	"testing"
 	"time"
 
@@ -60,15 +59,7 @@ func TestLeanClientRawResponses(t *testing.T) {
 	for _, tc := range wiretest.RawCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			url := wiretest.RawServer(t, func(c net.Conn) {
-				br := bufio.NewReader(c)
-				for wiretest.ReadRequest(br) == nil {
-					c.Write([]byte(tc.Resp))
-					if tc.Close {
-						return
-					}
-				}
-			})
+			url := tc.Serve(t)
 			req, _ := NewRequest(Target{URL: url, Limits: defaultLimits})
 			c := NewLeanConn(req)
 			defer c.Close()

@@ -158,6 +158,20 @@ var RawCases = []RawCase{
 	{"101", "HTTP/1.1 101 Switching Protocols\r\n\r\n", true, 0, 0, "protocol"},
 }
 
+// Serve starts a RawServer answering every request with c.Resp (and
+// closing after it when c.Close).
+func (c RawCase) Serve(t testing.TB) string {
+	return RawServer(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		for ReadRequest(br) == nil {
+			conn.Write([]byte(c.Resp))
+			if c.Close {
+				return
+			}
+		}
+	})
+}
+
 // OneShotServer answers one request per connection, then closes it without
 // saying so (no Connection: close): every reuse finds a dead connection.
 func OneShotServer(t testing.TB) string {
