@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"proxybench/exporter/internal/containers"
 	"proxybench/exporter/internal/gcmetrics"
@@ -25,6 +24,7 @@ import (
 	"proxybench/exporter/internal/logsource"
 	"proxybench/exporter/internal/nginxstatus"
 	"proxybench/internal/dockerx"
+	"proxybench/internal/metricsserver"
 )
 
 type config struct {
@@ -111,35 +111,28 @@ func serve(ctx context.Context, cfg config, stdin io.Reader, log *slog.Logger) e
 			return fmt.Errorf("listen on %s (is another exporter running? pick another -listen): %w", cfg.listen, err)
 		}
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", oneWrite(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		// Prometheus scrapes over loopback: gzip would only burn CPU on both ends.
-		DisableCompression: true,
-		ErrorHandling:      promhttp.ContinueOnError,
-		ErrorLog:           slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	})))
+	srv := metricsserver.New(reg, log)
 	// The container healthcheck asks every 2 s; a whole scrape there was
 	// a measurable part of the exporter's idle CPU.
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	srv.Handle("/healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	srv.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
 		fmt.Fprintln(w, "proxybench exporter: metrics at /metrics, liveness at /healthz")
-	})
+	}))
 	if cfg.pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		srv.Handle("/debug/pprof/", http.HandlerFunc(pprof.Index))
+		srv.Handle("/debug/pprof/profile", http.HandlerFunc(pprof.Profile))
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); wg.Wait() }()
-	errc := make(chan error, 3) // file source, docker, server: none may block
+	errc := make(chan error, 2) // file source, docker: neither may block
 
 	if cfg.nginxStatus != "" {
 		reg.MustRegister(nginxstatus.New(cfg.nginxStatus, &http.Client{}, 900*time.Millisecond, log))
@@ -169,19 +162,15 @@ func serve(ctx context.Context, cfg config, stdin io.Reader, log *slog.Logger) e
 			}
 		}()
 	}
-	go func() { errc <- srv.Serve(ln) }()
+	srv.Serve(ln)
 	log.Info("exporter serving", "listen", ln.Addr().String(), "project", cfg.project, "docker", cfg.docker, "gctrace_file", cfg.gctraceFile)
 
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+	case err = <-srv.Err():
 	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	srv.Shutdown(sctx)
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
+	srv.Stop()
 	return err
 }
 

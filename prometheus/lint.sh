@@ -20,7 +20,7 @@ echo "== promtool test rules"
 "$promtool" test rules prometheus/rules/*_test.yml
 
 echo "== dashboards and configs (go test)"
-go test -count=1 ./grafana/dashcheck ./prometheus/promcheck
+go test -count=1 ./grafana/dashcheck ./prometheus/scrapeconfig
 
 echo "== gofmt"
 unformatted=$(find . -name '*.go' -not -path './.cache/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)

@@ -130,7 +130,7 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer, now 
 	fs.Visit(func(f *flag.Flag) { flagSLO = flagSLO || strings.HasPrefix(f.Name, "slo-") })
 	dir := filepath.Join(*results, *runID)
 	start := time.Now()
-	r, err := build.Build(ctx, build.Config{Prom: client, PromURL: *promURL, Run: *runID, RunDir: dir,
+	r, err := build.Report(ctx, build.Config{Prom: client, PromURL: *promURL, Run: *runID, RunDir: dir,
 		SLO: report.SLO{P99: *sloP99, ErrorRatio: sloErr}, SLOFromFlag: flagSLO, Thresholds: th, Concurrency: *conc, Now: now, Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "reporter build: %v\n", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 )
 
@@ -19,7 +20,7 @@ func writeRun(t *testing.T, results, id string, p99 float64) {
 	t.Helper()
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: id, Status: "done", Started: start, Updated: start,
-		Cells: []manifest.Cell{{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1,
+		Cells: []manifest.Cell{{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1},
 			Start: start, End: start.Add(5 * time.Second), Status: manifest.CellOK, Requests: 5000, Codes: map[string]int64{"200": 5000},
 			Latency: manifest.Latency{Count: 5000, Mean: p99 / 2, P50: p99 / 2, P90: p99 * .8, P95: p99 * .9, P99: p99, P999: p99 * 2, Max: p99 * 3}}}}
 	if err := manifest.Write(filepath.Join(results, id, "manifest.json"), m); err != nil {

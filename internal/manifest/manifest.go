@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"proxybench/internal/atomicfile"
+	"proxybench/internal/cellid"
 )
 
 // SchemaVersion changes whenever a field changes meaning or is removed.
@@ -104,12 +105,7 @@ func legacySkip(reason string) *Skip {
 
 // Cell is one proxy x origin x scenario x tier x repeat.
 type Cell struct {
-	ID       string `json:"id"` // stable within a run, e.g. "nginx.fast.simple.quick.r1"
-	Proxy    string `json:"proxy"`
-	Origin   string `json:"origin"`
-	Scenario string `json:"scenario"`
-	Tier     string `json:"tier"`
-	Repeat   int    `json:"repeat"`
+	cellid.Key
 
 	Mode        string  `json:"mode"` // closed, open, stages
 	Concurrency int     `json:"concurrency"`

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"proxybench/internal/cellid"
 )
 
 // full is a manifest with every field set, as a finished run leaves it.
@@ -22,7 +24,7 @@ func full() *Manifest {
 		Versions: map[string]string{"nginx": "1.27.0"},
 		Host:     Host{Hostname: "h", OS: "linux", Kernel: "6.1", CPUs: 2, CPUModel: "x", MemBytes: 1 << 34, Loadgen: "dev", Docker: "28"},
 		Cells: []Cell{{
-			ID: "nginx.fast.auth.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "auth", Tier: "quick", Repeat: 1,
+			Key:  cellid.Key{ID: "nginx.fast.auth.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "auth", Tier: "quick", Repeat: 1},
 			Mode: "open", Concurrency: 10000, Rate: 500, Path: "/fast/", DurationS: 5, WarmupS: 5,
 			WarmupStart: &ws, Start: t0, End: t0.Add(5 * time.Second), Status: CellOK,
 			Requests: 2500, Errors: 1, Codes: map[string]int64{"200": 2250, "401": 250}, ErrorReasons: map[string]int64{"timeout": 1},
@@ -39,7 +41,7 @@ func full() *Manifest {
 				Memory: &ProxyMemory{Container: "nginx", IdleBytes: 1, PeakBytes: 2, Held: 3, PerConnBytes: 0.3, Samples: 4, Unavailable: ""},
 				Churn:  &Churn{ConnsPerSec: 1000, TimeWait: 5, TimeWaitProxyPort: 4, PortRangeLow: 32768, PortRangeHigh: 60999, TwReuse: 2, PortPressure: 0.1},
 			},
-		}, {ID: "caddy.go.simple.quick.r1", Proxy: "caddy", Origin: "go", Scenario: "simple", Tier: "quick", Repeat: 1, Status: CellSkipped, Reason: "n/a: no plugin",
+		}, {Key: cellid.Key{ID: "caddy.go.simple.quick.r1", Proxy: "caddy", Origin: "go", Scenario: "simple", Tier: "quick", Repeat: 1}, Status: CellSkipped, Reason: "n/a: no plugin",
 			Skip: &Skip{Kind: SkipNotApplicable, Reason: "no plugin"}}},
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/loadgen/internal/load"
+	"proxybench/loadgen/internal/wire"
 )
 
 // Attacker runs attacks one at a time and publishes them to its Metrics.
@@ -61,9 +61,9 @@ type run struct {
 	a       *Attacker
 	s       Spec
 	rm      *runMetrics
-	req     *request
+	req     *wire.Request
 	evloop  bool // closed loop on the epoll event loop
-	newDoer func() doer
+	newDoer func() wire.Doer
 	recs    []*recorder
 
 	total       time.Duration           // the planned window
@@ -124,7 +124,7 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 
 func (a *Attacker) prepare(s *Spec) (*run, error) {
 	r := &run{a: a, s: *s, rm: a.m.forRun(s.Labels)}
-	req, err := buildRequest(s)
+	req, err := wire.NewRequest(target(s))
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +132,13 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	stdlib := a.netHTTP || isHTTPS(s.URL)
 	m := s.Load
 	r.total, r.maxWorkers, r.pacer, r.active = m.Window(), m.MaxWorkers(), m.Pacer(), m.Active()
-	r.evloop = evLoopAvailable && !stdlib && !a.netpoll && r.pacer == nil && r.active == nil
+	r.evloop = wire.EventLoopAvailable && !stdlib && !a.netpoll && r.pacer == nil && r.active == nil
 	if stdlib {
-		tr := newStdTransport(s, max(r.maxWorkers, 1))
-		client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		r.newDoer = func() doer { return newStdDoer(client, &r.s) }
+		t := target(s)
+		client := wire.NewStdClient(&t, max(r.maxWorkers, 1))
+		r.newDoer = func() wire.Doer { return wire.NewStdDoer(client, &t) }
 	} else {
-		r.newDoer = func() doer { return newLeanConn(req) }
+		r.newDoer = func() wire.Doer { return wire.NewLeanConn(req) }
 	}
 	n := min(r.maxWorkers, maxRecorders)
 	for range n {
@@ -245,7 +245,7 @@ func (r *run) spawn(ctx context.Context, fn func(context.Context, int)) bool {
 // under concurrency stages it idles while its id is above the target.
 func (r *run) closedWorker(ctx context.Context, id int) {
 	d := r.newDoer()
-	defer d.close()
+	defer d.Close()
 	rec := r.recs[id%len(r.recs)]
 	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
@@ -255,7 +255,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 			return
 		}
 		if r.active != nil && id >= r.active(now.Sub(r.start)) {
-			d.close() // an idle worker holds no connection, like a smaller pool
+			d.Close() // an idle worker holds no connection, like a smaller pool
 			idle.Reset(min(10*time.Millisecond, r.stop.Sub(now)))
 			select {
 			case <-ctx.Done():
@@ -278,9 +278,9 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 // the workers stop sending: what was due and not sent by then is missed.
 func (r *run) openWorker(ctx context.Context, id int) {
 	d := r.newDoer()
-	defer d.close()
-	if c, ok := d.(interface{ connect(time.Time) error }); ok {
-		c.connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it
+	defer d.Close()
+	if c, ok := d.(wire.Connector); ok {
+		c.Connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it
 	}
 	rec := r.recs[id%len(r.recs)]
 	timer := time.NewTimer(time.Hour)
@@ -333,9 +333,9 @@ func (r *run) openWorker(ctx context.Context, id int) {
 }
 
 // send does one request; open is the open loop's send, nil in closed loop.
-func (r *run) send(d doer, rec *recorder, sent, from time.Time, measured bool, open *openSend) {
+func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, measured bool, open *openSend) {
 	rec.inFlight.Add(1)
-	res, err := d.do(sent.Add(r.s.Timeout))
+	res, err := d.Do(sent.Add(r.s.Timeout))
 	done := r.a.now()
 	rec.inFlight.Add(-1)
 	rec.record(r.rm, done, done.Sub(from), res, err, measured, open, done.After(r.end()))

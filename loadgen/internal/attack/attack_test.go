@@ -35,7 +35,7 @@ func TestClosedLoopCountsMatchServer(t *testing.T) {
 			if res.Requests == 0 || res.Errors != 0 {
 				t.Fatalf("requests %d errors %d %v", res.Requests, res.Errors, res.ErrorReasons)
 			}
-			if got := srv.handled.Load(); got != res.Requests+res.Late {
+			if got := srv.Handled.Load(); got != res.Requests+res.Late {
 				t.Errorf("server handled %d, result says %d + %d late", got, res.Requests, res.Late)
 			}
 			// Late responses are not counted in the window but their
@@ -79,11 +79,11 @@ func TestOpenLoopRateAccuracy(t *testing.T) {
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
 	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 2000, Duration: 2 * time.Second}})
-	t.Logf("errors %v, p99 %.4fs max %.4fs, missed %d, lag p99 %v", res.ErrorReasons, res.Latency().P99, res.Latency().Max, res.Missed, res.LagP99)
+	t.Logf("errors %v, p99 %.4fs max %.4fs, missed %d, lag p99 %v", res.ErrorReasons, latency(res).P99, latency(res).Max, res.Missed, res.LagP99)
 	if res.Scheduled != 4000 || res.Sent+res.Missed != res.Scheduled {
 		t.Errorf("scheduled %d (want 4000), sent %d, missed %d", res.Scheduled, res.Sent, res.Missed)
 	}
-	if got := srv.handled.Load(); res.Requests+res.Errors+res.Late != got || res.Sent != got {
+	if got := srv.Handled.Load(); res.Requests+res.Errors+res.Late != got || res.Sent != got {
 		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, got)
 	}
 	if 2*res.Missed > res.Scheduled {
@@ -100,8 +100,8 @@ func TestStagesRate(t *testing.T) {
 	if res.Scheduled < 1499 || res.Scheduled > 1501 {
 		t.Errorf("scheduled %d, want 1500", res.Scheduled)
 	}
-	if res.Sent+res.Missed != res.Scheduled || res.Requests+res.Errors+res.Late != res.Sent || res.Sent != srv.handled.Load() {
-		t.Errorf("sent %d missed %d requests %d errors %d late %d scheduled %d, server %d", res.Sent, res.Missed, res.Requests, res.Errors, res.Late, res.Scheduled, srv.handled.Load())
+	if res.Sent+res.Missed != res.Scheduled || res.Requests+res.Errors+res.Late != res.Sent || res.Sent != srv.Handled.Load() {
+		t.Errorf("sent %d missed %d requests %d errors %d late %d scheduled %d, server %d", res.Sent, res.Missed, res.Requests, res.Errors, res.Late, res.Scheduled, srv.Handled.Load())
 	}
 	if 2*res.Missed > res.Scheduled {
 		t.Errorf("missed %d of %d (lag p99 %v): the ramp does not keep its schedule", res.Missed, res.Scheduled, res.LagP99)
@@ -124,8 +124,8 @@ func TestStagesConcurrency(t *testing.T) {
 	if peak.Load() != 4 {
 		t.Errorf("peak concurrency %d, want 4", peak.Load())
 	}
-	if res.Requests+res.Late != srv.handled.Load() || res.Requests == 0 {
-		t.Errorf("requests %d late %d server %d", res.Requests, res.Late, srv.handled.Load())
+	if res.Requests+res.Late != srv.Handled.Load() || res.Requests == 0 {
+		t.Errorf("requests %d late %d server %d", res.Requests, res.Late, srv.Handled.Load())
 	}
 }
 
@@ -171,7 +171,7 @@ func TestCoordinatedOmission(t *testing.T) {
 	wg.Go(func() { open = run(Spec{Load: load.Open{Rate: 500, MaxInFlight: 2, Duration: 4 * time.Second}}) })
 	wg.Go(func() { closed = run(Spec{Load: load.Closed{Connections: 2, Duration: 4 * time.Second}}) })
 	wg.Wait()
-	ol, cl := open.Latency(), closed.Latency()
+	ol, cl := latency(open), latency(closed)
 	t.Logf("open p99 %.3fs max %.3fs n=%d; closed p99 %.3fs max %.3fs n=%d", ol.P99, ol.Max, ol.Count, cl.P99, cl.Max, cl.Count)
 	if ol.P99 < 0.5 {
 		t.Errorf("open loop p99 %.3fs hides the 1 s stall", ol.P99)
@@ -210,7 +210,7 @@ func TestLatencyOfDelayedHandler(t *testing.T) {
 	} {
 		s.URL = srv.URL
 		a, _ := newAttacker(t)
-		l := mustRun(t, a, s).Latency()
+		l := latency(mustRun(t, a, s))
 		if l.Count == 0 || l.Min < 0.020 || l.P50 < 0.020 {
 			t.Errorf("%s: min %.6fs p50 %.6fs over %d requests: below the handler's 20 ms, the measurement under-reports", s.Load.Name(), l.Min, l.P50, l.Count)
 		}
@@ -244,8 +244,8 @@ func TestCancelReturnsPartialResult(t *testing.T) {
 			if res == nil || res.End.IsZero() {
 				t.Fatalf("no partial result: %+v", res)
 			}
-			if res.Requests == 0 || res.Requests+res.Errors+res.Late != srv.handled.Load() || res.Errors != 0 {
-				t.Errorf("result %d requests %d errors %d late, server handled %d", res.Requests, res.Errors, res.Late, srv.handled.Load())
+			if res.Requests == 0 || res.Requests+res.Errors+res.Late != srv.Handled.Load() || res.Errors != 0 {
+				t.Errorf("result %d requests %d errors %d late, server handled %d", res.Requests, res.Errors, res.Late, srv.Handled.Load())
 			}
 			// The window ends at the cancellation, not at the planned end.
 			if dl, _ := ctx.Deadline(); res.End.Before(dl) || res.End.Sub(dl) > 200*time.Millisecond {
@@ -298,7 +298,7 @@ func TestWarmupExcluded(t *testing.T) {
 		t.Errorf("scheduled %d sent %d missed %d, requests %d errors %d late %d: want the 500 due in the window",
 			res.Scheduled, res.Sent, res.Missed, res.Requests, res.Errors, res.Late)
 	}
-	if got := srv.handled.Load(); got != warm.Sent+res.Sent {
+	if got := srv.Handled.Load(); got != warm.Sent+res.Sent {
 		t.Errorf("server handled %d, want %d of warm-up + %d sent in the window", got, warm.Sent, res.Sent)
 	}
 	if ws, err := WarmUp(context.Background(), s, 0, time.Second, run, nil); err != nil || !ws.IsZero() {

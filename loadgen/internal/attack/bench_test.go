@@ -7,6 +7,7 @@ import (
 	"proxybench/loadgen/internal/selfcpu"
 
 	"proxybench/loadgen/internal/load"
+	"proxybench/loadgen/internal/wire"
 )
 
 // BenchmarkRequest is the hot path of a closed-loop worker: send, read and
@@ -30,7 +31,7 @@ func BenchmarkRequest(b *testing.B) {
 				b.Fatal(err)
 			}
 			d := r.newDoer()
-			defer d.close()
+			defer d.Close()
 			rec := r.recs[0]
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -52,42 +53,12 @@ func BenchmarkRecord(b *testing.B) {
 	a, _ := newAttacker(b)
 	rm := a.m.forRun(Labels{"p", "o", "s"})
 	rec := newRecorder(false)
-	res := response{code: 200, bytes: 100, originOK: true}
+	res := wire.Response{Code: 200, Bytes: 100, OriginOK: true}
 	done := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
 		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, nil, false)
 	}
-}
-
-// BenchmarkReadResponse is the parser alone on a typical small response.
-func BenchmarkReadResponse(b *testing.B) {
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Origin: fast\r\nDate: Mon, 30 Nov 2026 05:00:00 GMT\r\nContent-Length: 18\r\n\r\nhello, proxybench\n")
-	rd := &repeatReader{b: resp}
-	br := newBufReader(rd)
-	origin := []byte("fast")
-	b.SetBytes(int64(len(resp)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, err := readResponse(br, false, origin, defaultLimits); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-type repeatReader struct {
-	b   []byte
-	off int
-}
-
-func (r *repeatReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		c := copy(p[n:], r.b[r.off:])
-		n += c
-		r.off = (r.off + c) % len(r.b)
-	}
-	return n, nil
 }
 
 // BenchmarkClosedLoop measures the whole engine the way scripts/perf.sh
@@ -151,7 +122,7 @@ func BenchmarkDelayedHandlerOverhead(b *testing.B) {
 			a, _ := newAttacker(b)
 			var worst float64
 			for b.Loop() {
-				worst = max(worst, mustRun(b, a, s).Latency().P50-0.020)
+				worst = max(worst, latency(mustRun(b, a, s)).P50-0.020)
 			}
 			b.ReportMetric(worst*1e6, "p50-overhead-µs")
 		})

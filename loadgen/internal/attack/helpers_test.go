@@ -3,47 +3,25 @@ package attack
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/wire/wiretest"
 )
 
-// counted is a real HTTP server that counts the requests it handled.
-// It also counts the connections it accepted.
-type counted struct {
-	*httptest.Server
-	handled atomic.Int64
-	conns   atomic.Int64
-}
+// counted is a real HTTP server that counts the requests it handled and
+// the connections it accepted.
+type counted = wiretest.Counted
 
-func newCounted(t testing.TB, h http.HandlerFunc) *counted {
-	t.Helper()
-	c := &counted{}
-	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h(w, r)
-		c.handled.Add(1)
-	}))
-	c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			c.conns.Add(1)
-		}
-	}
-	c.Start()
-	t.Cleanup(c.Close)
-	return c
-}
+func newCounted(t testing.TB, h http.HandlerFunc) *counted { return wiretest.NewCounted(t, h) }
 
-func hello(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("X-Origin", "go")
-	w.Write([]byte("hello, proxybench\n"))
-}
+var hello = wiretest.Hello
 
 func newAttacker(t testing.TB, opts ...Option) (*Attacker, *prometheus.Registry) {
 	t.Helper()
@@ -59,6 +37,9 @@ func mustRun(t testing.TB, a *Attacker, s Spec) *Result {
 	}
 	return res
 }
+
+// latency is the manifest's percentiles of res, as the runner records them.
+func latency(res *Result) manifest.Latency { return manifest.LatencyOf(res.Hist) }
 
 func ms(d float64) time.Duration { return time.Duration(d * float64(time.Millisecond)) }
 

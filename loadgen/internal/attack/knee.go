@@ -70,7 +70,7 @@ func kneeWhy(res *Result, o KneeOptions) string {
 			failed += n
 		}
 	}
-	p99 := time.Duration(res.Latency().P99 * float64(time.Second))
+	p99 := res.Quantile(99)
 	switch {
 	case total == 0:
 		return "no request completed"

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/loadgen/internal/wire"
 )
 
 // Metrics are the loadgen traffic series of docs/design-notes.md. The cell
@@ -75,25 +77,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// errReason indexes the bounded error reasons.
-type errReason uint8
+// errReason indexes the bounded error reasons (package wire classifies
+// failures).
+type errReason = wire.Reason
 
-const (
-	reasonTimeout errReason = iota
-	reasonRefused
-	reasonReset
-	reasonEOF
-	reasonProtocol
-	reasonHeaderTooLarge
-	reasonBodyTooLarge
-	reasonCanceled
-	reasonOther
-	numReasons
-)
+const numReasons = wire.NumReasons
 
-var reasonNames = [numReasons]string{"timeout", "refused", "reset", "eof", "protocol", "header_too_large", "body_too_large", "canceled", "other"}
-
-func (r errReason) String() string { return reasonNames[r] }
+var reasonNames = wire.ReasonNames
 
 // runMetrics holds the series of one run with every label already bound.
 type runMetrics struct {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
-	"proxybench/internal/promcheck"
+	"proxybench/internal/metricslint"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,7 +79,7 @@ func TestNativeHistogramAgreesWithHdr(t *testing.T) {
 	if len(h.GetBucket()) != len(latencyBuckets) {
 		t.Errorf("classic buckets %d, want %d", len(h.GetBucket()), len(latencyBuckets))
 	}
-	l := res.Latency()
+	l := latency(res)
 	t.Logf("hdr count %d; above p99 %.6f: %d; native zero %d sum %.4f hdr mean %.6f native mean %.6f", res.Hist.TotalCount(), l.P99,
 		res.Hist.TotalCount()-countBelow(res, l.P99), h.GetZeroCount(), h.GetSampleSum(), l.Mean, h.GetSampleSum()/float64(h.GetSampleCount()))
 	for _, c := range []struct {
@@ -152,7 +152,7 @@ func TestMetricsCountEverything(t *testing.T) {
 	if res.Requests+res.Late != res.Sent || res.Codes[418] != res.Requests {
 		t.Errorf("window: %d requests %v, %d late", res.Requests, res.Codes, res.Late)
 	}
-	promcheck.Metrics(t, []byte(text))
+	metricslint.Check(t, []byte(text))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/loadgen/internal/load"
+	"proxybench/loadgen/internal/wire/wiretest"
 )
 
 // A misbehaving proxy must cost the loadgen a bounded time, memory and
@@ -83,7 +84,7 @@ func (s *pathoServer) serve(c net.Conn, bad pathology, done <-chan struct{}) {
 		}
 	}()
 	br := bufio.NewReader(c)
-	for readRequest(br) == nil {
+	for wiretest.ReadRequest(br) == nil {
 		now := time.Now()
 		if s.claimed.Add(1) > s.n {
 			time.Sleep(pathoGoodDelay)

@@ -7,6 +7,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/loadgen/internal/wire"
 )
 
 // Histogram bounds: 1 µs .. 60 s at 3 significant figures.
@@ -84,11 +86,11 @@ type openSend struct {
 // as sent, and as capped or in the lag. late says it completed after the
 // window's end: it is then counted apart (Late), and its latency still goes
 // into the window's histogram.
-func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res response, err error, measured bool, open *openSend, late bool) {
+func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res wire.Response, err error, measured bool, open *openSend, late bool) {
 	us := clampUs(latency)
 	var reason errReason
 	if err != nil {
-		reason = classify(err)
+		reason = wire.Classify(err)
 	}
 	r.mu.Lock()
 	if measured && open != nil {
@@ -105,10 +107,10 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		r.allErrors++
 	} else {
 		r.allRequests++
-		ctr = r.codeCounters[res.code]
+		ctr = r.codeCounters[res.Code]
 		if ctr == nil {
-			ctr = rm.code(res.code)
-			r.codeCounters[res.code] = ctr
+			ctr = rm.code(res.Code)
+			r.codeCounters[res.Code] = ctr
 		}
 	}
 	switch {
@@ -117,7 +119,7 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		if err != nil {
 			r.lateReasons[reason]++
 		} else {
-			r.lateCodes[res.code]++
+			r.lateCodes[res.Code]++
 			if measured {
 				r.hist.RecordValue(us) //nolint:errcheck // clamped into range above
 			}
@@ -131,11 +133,11 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 			r.reasons[reason]++
 		} else {
 			r.requests++
-			r.codes[res.code]++
+			r.codes[res.Code]++
 			r.hist.RecordValue(us) //nolint:errcheck // clamped into range above
 		}
-		r.bytes += res.bytes
-		if err == nil && !res.originOK && res.code >= 200 && res.code < 300 {
+		r.bytes += res.Bytes
+		if err == nil && !res.OriginOK && res.Code >= 200 && res.Code < 300 {
 			r.wrongOrigin++
 		}
 	}
@@ -151,14 +153,14 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 	} else {
 		ctr.Inc()
 		if late {
-			rm.lateCode(res.code).Inc()
+			rm.lateCode(res.Code).Inc()
 		}
 		rm.duration.Observe(latency.Seconds())
-		if !res.originOK && res.code >= 200 && res.code < 300 {
+		if !res.OriginOK && res.Code >= 200 && res.Code < 300 {
 			rm.wrongOrigin.Inc()
 		}
 	}
-	if res.bytes > 0 {
-		rm.bytes.Add(float64(res.bytes))
+	if res.Bytes > 0 {
+		rm.bytes.Add(float64(res.Bytes))
 	}
 }

@@ -1,10 +1,10 @@
 // Package attack owns sending load and measuring it exactly: it runs the
 // load models of package load (closed loop, open loop with coordinated-
 // omission correction, ramping stages), the one warm-up before a window,
-// the breaking-point search, the HTTP client on the hot path, the exact
-// per-run HdrHistogram and the loadgen traffic metrics of
-// docs/design-notes.md. It knows nothing about plans, cells or manifests: the
-// runner drives it one Spec at a time.
+// the breaking-point search, when each request is sent and which window it
+// counts in, the exact per-run HdrHistogram and the loadgen traffic metrics
+// of docs/design-notes.md. Package wire sends each request. It knows nothing
+// about plans, cells or manifests: the runner drives it one Spec at a time.
 package attack
 
 import (

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"proxybench/loadgen/internal/wire"
 )
 
 // Defaults applied by validation.
@@ -22,16 +24,16 @@ const (
 	DefaultMaxBodyBytes = 64 << 20
 )
 
-var defaultLimits = limits{header: DefaultMaxHeaderBytes, body: DefaultMaxBodyBytes}
+var defaultLimits = wire.Limits{Header: DefaultMaxHeaderBytes, Body: DefaultMaxBodyBytes}
 
 // specLimits is the response bounds of s, defaults for what is unset.
-func specLimits(s *Spec) limits {
-	l := limits{header: s.MaxHeaderBytes, body: s.MaxBodyBytes}
-	if l.header <= 0 {
-		l.header = defaultLimits.header
+func specLimits(s *Spec) wire.Limits {
+	l := wire.Limits{Header: s.MaxHeaderBytes, Body: s.MaxBodyBytes}
+	if l.Header <= 0 {
+		l.Header = defaultLimits.Header
 	}
-	if l.body <= 0 {
-		l.body = defaultLimits.body
+	if l.Body <= 0 {
+		l.Body = defaultLimits.Body
 	}
 	return l
 }

@@ -129,12 +129,12 @@ func TestStallAtTheEndIsLateNotALongerWindow(t *testing.T) {
 			if res.Late != conc || res.LateCodes[200] != conc || res.Errors != 0 {
 				t.Errorf("late %d %v, errors %d %v; want %d late 200s", res.Late, res.LateCodes, res.Errors, res.ErrorReasons, conc)
 			}
-			if got := srv.handled.Load(); got != res.Requests+res.Late {
+			if got := srv.Handled.Load(); got != res.Requests+res.Late {
 				t.Errorf("server handled %d, requests %d + late %d", got, res.Requests, res.Late)
 			}
-			if res.Hist.TotalCount() != res.Requests+res.Late || res.Latency().Max < 1.4 {
+			if res.Hist.TotalCount() != res.Requests+res.Late || latency(res).Max < 1.4 {
 				t.Errorf("histogram %d samples, max %.3fs: want the window's %d and the %d late ones with ~1.5s",
-					res.Hist.TotalCount(), res.Latency().Max, res.Requests, res.Late)
+					res.Hist.TotalCount(), latency(res).Max, res.Requests, res.Late)
 			}
 			if d := res.DrainEnd.Sub(res.End); d < 300*time.Millisecond || d > 2*time.Second {
 				t.Errorf("drain end %v after the window's end, want ~0.5s", d)
@@ -170,8 +170,8 @@ func TestOpenLoopOverCapacityIsCappedAndMissed(t *testing.T) {
 	if res.Capped < res.Sent/2 {
 		t.Errorf("capped %d of %d sent: most sends waited for a connection", res.Capped, res.Sent)
 	}
-	if res.Requests+res.Errors+res.Late != res.Sent || srv.handled.Load() != res.Sent {
-		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, srv.handled.Load())
+	if res.Requests+res.Errors+res.Late != res.Sent || srv.Handled.Load() != res.Sent {
+		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, srv.Handled.Load())
 	}
 	text := gather(t, reg)
 	lb := `{origin="fast",proxy="nginx",scenario="simple"}`
@@ -195,8 +195,8 @@ func TestOpenLoopUnderCapacityMissesNothing(t *testing.T) {
 	srv := newCounted(t, hello)
 	a, _ := newAttacker(t)
 	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 200, MaxInFlight: 50, Duration: time.Second}})
-	if res.Scheduled != 200 || res.Sent+res.Missed != res.Scheduled || res.Capped != 0 || res.Sent != srv.handled.Load() {
-		t.Errorf("scheduled %d sent %d missed %d capped %d, server %d: want 200 due, none capped", res.Scheduled, res.Sent, res.Missed, res.Capped, srv.handled.Load())
+	if res.Scheduled != 200 || res.Sent+res.Missed != res.Scheduled || res.Capped != 0 || res.Sent != srv.Handled.Load() {
+		t.Errorf("scheduled %d sent %d missed %d capped %d, server %d: want 200 due, none capped", res.Scheduled, res.Sent, res.Missed, res.Capped, srv.Handled.Load())
 	}
 	if 2*res.Missed > res.Scheduled {
 		t.Errorf("missed %d of %d (lag p99 %v)", res.Missed, res.Scheduled, res.LagP99)

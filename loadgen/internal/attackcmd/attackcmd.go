@@ -12,15 +12,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"runtime/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"proxybench/internal/metricsserver"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/selfcpu"
@@ -239,18 +238,8 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop
 	if err != nil {
 		return nil, fmt.Errorf("-metrics-addr %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}, nil
+	srv := metricsserver.New(reg, log)
+	srv.Serve(ln)
+	log.Info("serving metrics", "addr", srv.Addr())
+	return srv.Stop, nil
 }

@@ -12,7 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"proxybench/internal/promcheck"
+	"proxybench/internal/metricslint"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,7 +149,7 @@ func TestAttackJSON(t *testing.T) {
 			t.Errorf("scrape lacks %q", want)
 		}
 	}
-	promcheck.Metrics(t, scrape)
+	metricslint.Check(t, scrape)
 }
 
 // -warmup is the one warm-up of the engine (attack.WarmUp): an attack of

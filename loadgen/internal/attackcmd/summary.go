@@ -55,7 +55,7 @@ func summarize(o *options, r *attack.Result, warmStart time.Time, interrupted bo
 		URL: o.spec.URL, Mode: o.spec.Load.Name(), Concurrency: o.conc, Rate: o.rate,
 		Interrupted: interrupted, WarmupStart: warmStart, Start: r.Start, End: r.End, WindowS: r.Window(),
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes, Scheduled: r.Scheduled, Sent: r.Sent,
-		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: r.Latency(),
+		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: manifest.LatencyOf(r.Hist),
 		Missed: r.Missed, Capped: r.Capped, LagP99S: r.LagP99.Seconds(), Late: r.Late,
 	}
 	for c, n := range r.Codes {
@@ -189,7 +189,7 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rate/s\tachieved/s\tp50\tp99\terrors\tmissed\tcapped\theld\t")
 	for _, s := range steps {
-		l := s.Result.Latency()
+		l := manifest.LatencyOf(s.Result.Hist)
 		held := "yes"
 		if !s.Held {
 			held = "no: " + s.Why

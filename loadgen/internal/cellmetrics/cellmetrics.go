@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/internal/cellid"
 )
 
 // LabelNames are the labels of every cell series; all are bounded by the plan.
@@ -15,12 +17,11 @@ var LabelNames = []string{"run", "cell", "proxy", "origin", "scenario", "tier", 
 
 // Cell names one cell's series.
 type Cell struct {
-	Run, ID, Proxy, Origin, Scenario, Tier, Repeat string
+	Run string
+	cellid.Key
 }
 
-func (c Cell) values() []string {
-	return []string{c.Run, c.ID, c.Proxy, c.Origin, c.Scenario, c.Tier, c.Repeat}
-}
+func (c Cell) values() []string { return append([]string{c.Run}, c.LabelValues()...) }
 
 // Metrics are the cell window gauges.
 type Metrics struct {

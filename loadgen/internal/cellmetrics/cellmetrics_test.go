@@ -11,7 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
-	"proxybench/internal/promcheck"
+	"proxybench/internal/cellid"
+	"proxybench/internal/metricslint"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -32,7 +33,7 @@ func TestGolden(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := New(reg)
 	t0 := time.Unix(1_800_000_000, 250_000_000)
-	ok := Cell{Run: "r1", ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: "1"}
+	ok := Cell{Run: "r1", Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1}}
 	bad := ok
 	bad.ID, bad.Origin = "nginx.go.simple.quick.r1", "go"
 	skip := ok
@@ -68,5 +69,5 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
-	promcheck.Metrics(t, got)
+	metricslint.Check(t, got)
 }

@@ -2,21 +2,16 @@ package plan
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/load"
 )
 
 // Cell is one planned proxy x origin x scenario x tier x repeat.
 type Cell struct {
-	ID          string   `json:"id"`
-	Proxy       string   `json:"proxy"`
-	Origin      string   `json:"origin"`
-	Scenario    string   `json:"scenario"`
-	Tier        string   `json:"tier"`
-	Repeat      int      `json:"repeat"`
+	cellid.Key
 	Path        string   `json:"path"`
 	Mode        string   `json:"mode"`
 	Concurrency int      `json:"concurrency"`
@@ -32,14 +27,6 @@ type Cell struct {
 	// The scenario resolved at expansion (internal/scenario): its numbers
 	// (docs/scenarios.md) and the registry entry they came from.
 	scenario.Shape
-}
-
-// RepeatLabel is the repeat as the metric label value.
-func (c Cell) RepeatLabel() string { return strconv.Itoa(c.Repeat) }
-
-// CellID is <proxy>.<origin>.<scenario>.<tier>.r<repeat>.
-func CellID(proxy, origin, scenario, tier string, repeat int) string {
-	return fmt.Sprintf("%s.%s.%s.%s.r%d", proxy, origin, scenario, tier, repeat)
 }
 
 // Expanded is the plan as run: the plan plus every cell in order. It is what
@@ -78,8 +65,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 							return nil, err
 						}
 						c := Cell{
-							ID:    CellID(proxy, origin, name, t.Name, r),
-							Proxy: proxy, Origin: origin, Scenario: name, Tier: t.Name, Repeat: r,
+							Key:  cellid.New(proxy, origin, name, t.Name, r),
 							Mode: m.Name(), Concurrency: conc, Rate: rate, Load: m,
 							Duration: Duration(t.Duration),
 						}

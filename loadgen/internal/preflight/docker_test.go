@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"proxybench/internal/dockerx"
+
+	"proxybench/loadgen/internal/routecheck/routechecktest"
 )
 
 // TestRunVersionFromContainer: the version column comes from the running
@@ -48,7 +50,7 @@ func TestRunVersionFromContainer(t *testing.T) {
 	}
 	start("nginx", true)
 	start("caddy", false)
-	s := fakeProxy(t, nil)
+	s := routechecktest.FakeProxy(t, nil)
 	var buf bytes.Buffer
 	code := Run(ctx, Options{Proxies: []string{"nginx", "caddy", "haproxy"}, Origins: []string{"fast"}, Project: project, Timeout: time.Second,
 		Target: func(string) (string, error) { return s.URL, nil }, Docker: dc}, &buf, io.Discard)

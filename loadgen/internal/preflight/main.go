@@ -1,3 +1,6 @@
+// Package preflight owns `loadgen preflight`: every proxy x origin route
+// checked (package routecheck) before any load is sent, printed as a table
+// with the proxies' real versions, the broken routes named.
 package preflight
 
 import (
@@ -14,6 +17,7 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/stack"
+	"proxybench/loadgen/internal/routecheck"
 )
 
 // Versioner finds a proxy's container and asks its binary for its version;
@@ -28,8 +32,8 @@ type Options struct {
 	Proxies, Origins []string
 	Project          string
 	Timeout, Wait    time.Duration
-	Target           Target    // default StackTarget
-	Docker           Versioner // nil: versions are not printed
+	Target           routecheck.Target // default routecheck.StackTarget
+	Docker           Versioner         // nil: versions are not printed
 }
 
 // Main is `loadgen preflight`: exit 0 when every route works, 1 naming each
@@ -81,10 +85,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 // Run checks every route and prints the table; see Main for exit codes.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	if o.Target == nil {
-		o.Target = StackTarget
+		o.Target = routecheck.StackTarget
 	}
-	client := NewClient()
-	results := make([][]Result, len(o.Proxies))
+	client := routecheck.NewClient()
+	results := make([][]routecheck.Result, len(o.Proxies))
 	versions := make([]string, len(o.Proxies))
 	var wg sync.WaitGroup
 	for i, p := range o.Proxies {
@@ -93,7 +97,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "loadgen preflight: %v\n", err)
 			return 2
 		}
-		wg.Go(func() { results[i] = CheckProxy(ctx, client, p, base, o.Origins, o.Timeout, o.Wait) })
+		wg.Go(func() { results[i] = routecheck.CheckProxy(ctx, client, p, base, o.Origins, o.Timeout, o.Wait) })
 	}
 	wg.Wait()
 	// One at a time: the Docker client negotiates its API version on first
@@ -106,10 +110,10 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		}
 	}
 
-	fmt.Fprintf(stdout, "preflight: GET /<origin>/ through each proxy; want 200, body %q, X-Origin: <origin>\n\n", Body)
+	fmt.Fprintf(stdout, "preflight: GET /<origin>/ through each proxy; want 200, body %q, X-Origin: <origin>\n\n", routecheck.Body)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "proxy\t%s\tversion\n", strings.Join(o.Origins, "\t"))
-	var broken []Result
+	var broken []routecheck.Result
 	for i, p := range o.Proxies {
 		cells := make([]string, len(results[i]))
 		for j, r := range results[i] {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
@@ -18,9 +19,9 @@ func (c *clock) now() time.Time { return c.t }
 
 var (
 	t0   = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
-	cell = plan.Cell{ID: "nginx.fast.simple.medium.r1", Duration: plan.Duration(60 * time.Second), Warmup: plan.Duration(5 * time.Second),
+	cell = plan.Cell{Key: cellid.Key{ID: "nginx.fast.simple.medium.r1"}, Duration: plan.Duration(60 * time.Second), Warmup: plan.Duration(5 * time.Second),
 		Mode: "closed", Concurrency: 50}
-	done = manifest.Cell{ID: "nginx.fast.simple.medium.r1", Status: manifest.CellOK, Start: t0, End: t0.Add(2 * time.Second),
+	done = manifest.Cell{Key: cellid.Key{ID: "nginx.fast.simple.medium.r1"}, Status: manifest.CellOK, Start: t0, End: t0.Add(2 * time.Second),
 		Requests: 24000, Errors: 3, Latency: manifest.Latency{P50: 0.00125, P99: 0.0071, Max: 0.2}}
 )
 
@@ -62,7 +63,7 @@ func TestPlain(t *testing.T) {
 	d.CellStart(1, 2, cell)
 	d.Progress(attack.Progress{RPS: 1})
 	d.CellEnd(1, 2, done)
-	skipped := manifest.Cell{ID: "x", Status: manifest.CellSkipped, Reason: "scenario auth is not implemented yet"}
+	skipped := manifest.Cell{Key: cellid.Key{ID: "x"}, Status: manifest.CellSkipped, Reason: "scenario auth is not implemented yet"}
 	d.CellEnd(2, 2, skipped)
 	want := `level=INFO msg="cell start" n=1/2 cell=nginx.fast.simple.medium.r1 duration=1m0s warmup=5s mode=closed concurrency=50 rate=0
 level=INFO msg="cell end" n=1/2 cell=nginx.fast.simple.medium.r1 status=ok requests=24000 rps=12000 p50=1.25ms p99=7.1ms max=200ms errors=3

@@ -13,7 +13,7 @@ import (
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
-	"proxybench/loadgen/internal/preflight"
+	"proxybench/loadgen/internal/routecheck"
 )
 
 // runCell sends one cell and judges it. died is non-empty when the proxy
@@ -154,7 +154,7 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 		mc.DrainEnd = &de
 	}
 	if res.Hist != nil {
-		mc.Latency = res.Latency()
+		mc.Latency = manifest.LatencyOf(res.Hist)
 	}
 }
 
@@ -191,7 +191,7 @@ func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
 	if err != nil {
 		return ""
 	}
-	res := preflight.CheckRoute(ctx, preflight.NewClient(), c.Proxy, base, c.Origin, 2*time.Second)
+	res := routecheck.CheckRoute(ctx, routecheck.NewClient(), c.Proxy, base, c.Origin, 2*time.Second)
 	if res.OK {
 		return ""
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 )
 
@@ -13,7 +14,7 @@ func writeRun(t *testing.T, results, run, status string, started time.Time) *man
 	t.Helper()
 	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: run, Status: status, Started: started,
 		Plan:  json.RawMessage(`{"tier":"quick","proxies":["nginx","caddy"],"origins":["fast"]}`),
-		Cells: []manifest.Cell{{ID: "nginx.fast.simple.quick.r1"}, {ID: "caddy.fast.simple.quick.r1"}}}
+		Cells: []manifest.Cell{{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1"}}, {Key: cellid.Key{ID: "caddy.fast.simple.quick.r1"}}}}
 	if err := manifest.Write(filepath.Join(results, run, "manifest.json"), m); err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
-	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/progress"
+	"proxybench/loadgen/internal/routecheck"
 )
 
 // origin answers like the origins behind a working proxy: the real origins
@@ -26,7 +26,7 @@ import (
 func origin(w http.ResponseWriter, r *http.Request) {
 	o, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	w.Header().Set("X-Origin", o)
-	io.WriteString(w, preflight.Body)
+	io.WriteString(w, routecheck.Body)
 }
 
 // fakeProxy is a real HTTP server on 127.0.0.1 standing in for a proxy.
@@ -40,7 +40,7 @@ func fakeProxy(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	return s
 }
 
-func targets(m map[string]*httptest.Server) preflight.Target {
+func targets(m map[string]*httptest.Server) routecheck.Target {
 	return func(p string) (string, error) {
 		if s := m[p]; s != nil {
 			return s.URL, nil

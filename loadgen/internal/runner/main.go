@@ -8,24 +8,22 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/term"
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/metricsserver"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
-	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/progress"
+	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/selfcpu"
 )
 
@@ -51,7 +49,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 // env is what tests replace: where the proxies are, how Docker is reached,
 // the clock, and a wrapper around the display to observe a run mid-flight.
 type env struct {
-	target  preflight.Target
+	target  routecheck.Target
 	docker  func(context.Context) (Docker, error)
 	clock   Clock
 	display func(progress.Display) progress.Display
@@ -92,25 +90,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	self := selfcpu.New(log)
 	reg.MustRegister(self)
 	cm := cellmetrics.New(reg)
-	var (
-		stopServer  func()
-		metricsAddr string
-		scraped     <-chan struct{}
-	)
-	if e.metrics != nil {
-		stopServer, scraped = serveMetricsOn(e.metrics, reg, log)
-		metricsAddr = e.metrics.Addr().String()
-	} else if stopServer, metricsAddr, scraped, err = serveMetrics(p.MetricsAddr, reg, log); err != nil {
-		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
-		return ExitError
+	ln := e.metrics
+	if ln == nil {
+		if ln, err = listenMetrics(p.MetricsAddr); err != nil {
+			fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+			return ExitError
+		}
 	}
-	defer stopServer()
+	srv := metricsserver.New(reg, log)
+	srv.Serve(ln)
+	defer srv.Stop()
+	metricsAddr := srv.Addr()
 	// The mirror of linger: a first cell that starts before Prometheus has
 	// scraped this new process has its first second unseen server-side
 	// (seen: a 3 s cell right after make up judged too_few_samples).
 	if wait := time.Duration(p.Linger); wait > 0 {
 		select {
-		case <-scraped:
+		case <-srv.Scraped():
 			// That first scrape marks the series a previous loadgen left
 			// under the same labels stale. The reporter's baseline is the
 			// counter 1 s before a window: let it fall after the marker,
@@ -171,38 +167,13 @@ func report(out *Outcome, stdout io.Writer, log *slog.Logger) int {
 	return ExitOK
 }
 
-// serveMetrics serves /metrics for the whole run; stop shuts it down and
-// scraped is closed once the first scrape has been answered.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), bound string, scraped <-chan struct{}, err error) {
+// listenMetrics takes the address /metrics is served on for the whole run.
+func listenMetrics(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("metrics address %s: %w (another loadgen running? pick one with -metrics-addr)", addr, err)
+		return nil, fmt.Errorf("metrics address %s: %w (another loadgen running? pick one with -metrics-addr)", addr, err)
 	}
-	stop, scraped = serveMetricsOn(ln, reg, log)
-	return stop, ln.Addr().String(), scraped, nil
-}
-
-// serveMetricsOn serves /metrics on a listener the caller already holds.
-func serveMetricsOn(ln net.Listener, reg *prometheus.Registry, log *slog.Logger) (stop func(), scraped <-chan struct{}) {
-	first := make(chan struct{})
-	var once sync.Once
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r)
-		once.Do(func() { close(first) })
-	}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, first
+	return ln, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/metricsserver"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
@@ -56,8 +57,9 @@ func TestTimingGuaranteeWithPrometheus(t *testing.T) {
 	promAddr := strings.TrimPrefix(prom.URL, "http://")
 
 	reg := prometheus.NewRegistry()
-	stop, _ := serveMetricsOn(loadgenLn, reg, testLog(t))
-	defer stop()
+	ms := metricsserver.New(reg, testLog(t))
+	ms.Serve(loadgenLn)
+	defer ms.Stop()
 	// Prometheus applies new targets up to 5 s after start: wait for the
 	// first scrape, as a stack that is up long before a run would have had.
 	for query(t, ctx, promAddr, `count(up{job="loadgen"} == 1) or vector(0)`, time.Now()) != 1 {

@@ -16,13 +16,14 @@ import (
 	"syscall"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
-	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/progress"
+	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/selfcpu"
 )
 
@@ -77,8 +78,8 @@ type Runner struct {
 	Plan     *plan.Expanded
 	Attacker Attacker
 	Cells    *cellmetrics.Metrics
-	Docker   Docker           // nil: no isolation, liveness checks or versions
-	Target   preflight.Target // proxy -> base URL; default the stack's ports
+	Docker   Docker            // nil: no isolation, liveness checks or versions
+	Target   routecheck.Target // proxy -> base URL; default the stack's ports
 	Display  progress.Display
 	Clock    Clock
 	Log      *slog.Logger
@@ -110,7 +111,7 @@ type Outcome struct {
 // interrupted run is Outcome.Manifest.Status == "interrupted".
 func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if r.Target == nil {
-		r.Target = preflight.StackTarget
+		r.Target = routecheck.StackTarget
 	}
 	if r.Clock == nil {
 		r.Clock = RealClock{}
@@ -201,7 +202,7 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 		}
 	}()
 
-	routes := map[string]preflight.Result{}
+	routes := map[string]routecheck.Result{}
 	if skipAll == nil {
 		routes = r.preflight(ctx, proxy, cells)
 	}
@@ -306,8 +307,8 @@ func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string)
 }
 
 // preflight checks the routes the proxy's runnable cells use.
-func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell) map[string]preflight.Result {
-	out := map[string]preflight.Result{}
+func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell) map[string]routecheck.Result {
+	out := map[string]routecheck.Result{}
 	base, err := r.Target(proxy)
 	var origins []string
 	seen := map[string]bool{}
@@ -319,12 +320,12 @@ func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell)
 	}
 	if err != nil {
 		for _, o := range origins {
-			out[o] = preflight.Result{Reason: err.Error()}
+			out[o] = routecheck.Result{Reason: err.Error()}
 		}
 		return out
 	}
 	timeout := min(time.Duration(r.Plan.Timeout), 5*time.Second)
-	for _, res := range preflight.CheckProxy(ctx, preflight.NewClient(), proxy, base, origins, timeout, time.Duration(r.Plan.Preflight)) {
+	for _, res := range routecheck.CheckProxy(ctx, routecheck.NewClient(), proxy, base, origins, timeout, time.Duration(r.Plan.Preflight)) {
 		out[res.Origin] = res
 		if !res.OK {
 			r.Log.Warn("preflight: route broken, its cells are skipped", "reason", res.Reason)
@@ -379,7 +380,7 @@ func (r *Runner) display() progress.Display {
 }
 
 func (r *Runner) labels(c plan.Cell) cellmetrics.Cell {
-	return cellmetrics.Cell{Run: r.Plan.Run, ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.RepeatLabel()}
+	return cellmetrics.Cell{Run: r.Plan.Run, Key: c.Key}
 }
 
 func (r *Runner) skipped(c plan.Cell, skip *manifest.Skip) manifest.Cell {
@@ -391,7 +392,7 @@ func (r *Runner) skipped(c plan.Cell, skip *manifest.Skip) manifest.Cell {
 
 func base(c plan.Cell) manifest.Cell {
 	return manifest.Cell{
-		ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat,
+		Key:  cellid.Key{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat},
 		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
 		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
 		Codes: map[string]int64{}, Expected: c.Def.Statuses(),

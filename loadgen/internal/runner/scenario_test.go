@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
@@ -130,7 +131,7 @@ func TestScenarioData(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	cell := func(name string) plan.Cell {
-		return plan.Cell{Scenario: name, Shape: mustScenario(t, name).Resolve(scenario.Settings{AuthInvalid: 0.1, SlowDelay: 2 * time.Second})}
+		return plan.Cell{Key: cellid.Key{Scenario: name}, Shape: mustScenario(t, name).Resolve(scenario.Settings{AuthInvalid: 0.1, SlowDelay: 2 * time.Second})}
 	}
 	mc := manifest.Cell{Start: start, End: start.Add(10 * time.Second), Requests: 15000,
 		Codes: map[string]int64{"200": 10050, "429": 4950}}

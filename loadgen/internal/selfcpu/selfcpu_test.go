@@ -21,7 +21,7 @@ import (
 
 	"proxybench/internal/cgroup"
 	"proxybench/internal/cgroup/cgrouptest"
-	"proxybench/internal/promcheck"
+	"proxybench/internal/metricslint"
 )
 
 // child re-executes the test binary as TestHelperChild, lets prepare act
@@ -212,7 +212,7 @@ func TestExposition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	promcheck.Metrics(t, buf.Bytes())
+	metricslint.Check(t, buf.Bytes())
 	for _, n := range []string{"proxybench_loadgen_cpu_limit_cores", "proxybench_loadgen_cpu_periods_total",
 		"proxybench_loadgen_cpu_throttled_periods_total", "proxybench_loadgen_cpu_throttled_seconds_total",
 		"proxybench_loadgen_run_delay_seconds_total"} {

@@ -37,8 +37,8 @@ type Config struct {
 	Log         *slog.Logger
 }
 
-// Build produces the report of cfg.Run.
-func Build(ctx context.Context, cfg Config) (*report.Report, error) {
+// Report produces the report of cfg.Run.
+func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
 	}
@@ -283,7 +283,7 @@ func mergeWindows(prom []collect.Window, m *manifest.Manifest) (out []collect.Wi
 		}
 		w, ok := byID[c.ID]
 		if !ok {
-			w = collect.Window{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat}
+			w = collect.Window{Key: c.Key}
 			onlyManifest = append(onlyManifest, c.ID)
 		}
 		w.Start, w.End, w.Ended = c.Start, c.End, true
@@ -331,7 +331,7 @@ func unknownOutcome(windows []collect.Window) map[string]bool {
 
 func emptyCell(w collect.Window) report.Cell {
 	n := report.NaN()
-	return report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
+	return report.Cell{Key: w.Key,
 		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{},
 		RPS: n, GoodputRPS: n, OKRPS: n, ErrorRatio: n, RateLimitedRatio: n, InFlightMean: n, Missed: n, Capped: n, LateShare: n,

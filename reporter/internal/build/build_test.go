@@ -45,7 +45,7 @@ func TestBuildMatchesTruth(t *testing.T) {
 	t.Parallel()
 	run := synthRun("truth-1", 1, true)
 	c := startProm(t, run)
-	r, err := Build(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: t.TempDir(),
+	r, err := Report(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: t.TempDir(),
 		SLO: report.SLO{P99: 5 * time.Millisecond, ErrorRatio: 0.01}, SLOFromFlag: true, Thresholds: report.DefaultThresholds, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func BenchmarkBuild80(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		r, err := Build(context.Background(), Config{Prom: c, PromURL: "bench", Run: run.ID, RunDir: dir,
+		r, err := Report(context.Background(), Config{Prom: c, PromURL: "bench", Run: run.ID, RunDir: dir,
 			Thresholds: report.DefaultThresholds, Now: time.Now})
 		if err != nil {
 			b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/reporter/internal/output"
 	"proxybench/reporter/internal/report"
@@ -26,13 +27,13 @@ func fuzzManifest() []byte {
 		Versions: map[string]string{"nginx": "nginx/1.22.1"},
 		Host:     manifest.Host{Hostname: "lab", CPUs: 2, Kernel: "6.1"},
 		Cells: []manifest.Cell{
-			{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1, DurationS: 5,
+			{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1}, DurationS: 5,
 				Start: t0, End: t0.Add(5 * time.Second), Status: manifest.CellOK, Requests: 5000,
 				Codes: map[string]int64{"200": 4990, "502": 10}, Latency: manifest.Latency{Count: 5000, Mean: 0.001, P50: 0.0009, P90: 0.0012,
 					P95: 0.0013, P99: 0.0025, P999: 0.004, Max: 0.009}},
-			{ID: "nginx.fast.simple.quick.r2", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 2,
+			{Key: cellid.Key{ID: "nginx.fast.simple.quick.r2", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 2},
 				Start: t0.Add(8 * time.Second), End: t0.Add(13 * time.Second), Status: manifest.CellFailed, Reason: "proxy died"},
-			{ID: "caddy.go.auth.quick.r1", Proxy: "caddy", Origin: "go", Scenario: "auth", Tier: "quick", Repeat: 1, Status: manifest.CellSkipped, Reason: "n/a"},
+			{Key: cellid.Key{ID: "caddy.go.auth.quick.r1", Proxy: "caddy", Origin: "go", Scenario: "auth", Tier: "quick", Repeat: 1}, Status: manifest.CellSkipped, Reason: "n/a"},
 		}}
 	b, _ := json.Marshal(m)
 	return b
@@ -40,7 +41,7 @@ func fuzzManifest() []byte {
 
 // FuzzBuildFromManifest: the reporter reading results/<run>/manifest.json
 // (and plan.json beside it) with Prometheus out of the picture, any bytes.
-// Build refuses with an error naming the file, never panics; a report it
+// Report refuses with an error naming the file, never panics; a report it
 // builds counts its cells, saves, and reads back as it was encoded.
 func FuzzBuildFromManifest(f *testing.F) {
 	m := fuzzManifest()
@@ -71,7 +72,7 @@ func FuzzBuildFromManifest(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		r, err := Build(context.Background(), Config{Run: "fz", RunDir: dir, Thresholds: report.DefaultThresholds, Now: fuzzNow})
+		r, err := Report(context.Background(), Config{Run: "fz", RunDir: dir, Thresholds: report.DefaultThresholds, Now: fuzzNow})
 		if err != nil {
 			if msg := err.Error(); !strings.Contains(msg, mp) && !strings.Contains(msg, pp) && !strings.Contains(msg, "manifest plan") {
 				t.Fatalf("error %q names neither %s nor %s", msg, mp, pp)
@@ -108,7 +109,7 @@ func FuzzSave(f *testing.F) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	exact := &report.Exact{P99: 0.002}
 	cell := func(id string, server bool, ex *report.Exact) report.Cell {
-		return report.Cell{ID: id, Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1, Start: t0, End: t0.Add(5 * time.Second),
+		return report.Cell{Key: cellid.Key{ID: id, Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1}, Start: t0, End: t0.Add(5 * time.Second),
 			DurationS: 5, ServerSide: server, RPS: 100, Latency: report.Latency{P99: 0.002, Exact: ex}, Validity: report.Validity{Verdict: report.Valid}}
 	}
 	rebuild := &report.Report{Schema: report.SchemaVersion, Run: "fz", Start: t0, End: t0.Add(5 * time.Second),

@@ -140,7 +140,7 @@ func TestPrometheusGap(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					r, err := Build(context.Background(), Config{Prom: prom, PromURL: "test", Run: run.ID, RunDir: dir,
+					r, err := Report(context.Background(), Config{Prom: prom, PromURL: "test", Run: run.ID, RunDir: dir,
 						Thresholds: report.DefaultThresholds, Now: time.Now})
 					if err != nil {
 						t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/reporter/internal/output"
 	"proxybench/reporter/internal/promapi"
@@ -51,7 +52,7 @@ func writeSynthManifest(t *testing.T, dir, id string, r *synth.Run) {
 		}
 		l := c.Latencies
 		q := func(p float64) float64 { return l[int(p*float64(len(l)-1))] }
-		m.Cells = append(m.Cells, manifest.Cell{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: "simple", Tier: "quick", Repeat: c.Repeat,
+		m.Cells = append(m.Cells, manifest.Cell{Key: cellid.Key{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: "simple", Tier: "quick", Repeat: c.Repeat},
 			Start: c.Start, End: c.End, Concurrency: c.Concurrency, Status: manifest.CellOK, Requests: n, Codes: c.Codes, ErrorReasons: c.Reasons,
 			Latency: manifest.Latency{Count: int64(len(l)), Mean: mean(l), P50: q(.5), P90: q(.9), P95: q(.95), P99: q(.99), P999: q(.999), Max: l[len(l)-1]}})
 	}
@@ -76,7 +77,7 @@ func TestSaveKeepsRicherReport(t *testing.T) {
 	writeSynthManifest(t, dir, run.ID, run)
 	build := func(c *promapi.Client, url, id, dir string) *report.Report {
 		t.Helper()
-		r, err := Build(context.Background(), Config{Prom: c, PromURL: url, Run: id, RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
+		r, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: id, RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

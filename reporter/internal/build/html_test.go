@@ -57,7 +57,7 @@ func TestReportHTMLRendersInChromium(t *testing.T) {
 	run := synthRun("html-1", 2, true)
 	c := startProm(t, run)
 	dir := t.TempDir()
-	r, err := Build(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: dir,
+	r, err := Report(context.Background(), Config{Prom: c, PromURL: "test", Run: run.ID, RunDir: dir,
 		SLO: report.SLO{P99: 10 * time.Millisecond, ErrorRatio: 0.01}, SLOFromFlag: true, Thresholds: report.DefaultThresholds, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)

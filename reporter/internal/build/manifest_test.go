@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/promapi"
@@ -36,11 +37,11 @@ func TestBuildFromManifestWhenPrometheusUnreachable(t *testing.T) {
 		Versions: map[string]string{"nginx": "nginx/1.22.1"},
 		Host:     manifest.Host{Hostname: "lab", CPUs: 2, Kernel: "6.1"},
 		Cells: []manifest.Cell{
-			{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1,
+			{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1},
 				Start: start, End: start.Add(5 * time.Second), Status: manifest.CellOK, Requests: 5000,
 				Codes: map[string]int64{"200": 4990, "502": 10}, Latency: manifest.Latency{Count: 5000, Mean: 0.001, P50: 0.0009, P90: 0.0012,
 					P95: 0.0013, P99: 0.0025, P999: 0.004, Max: 0.009}},
-			{ID: "nginx.fast.simple.quick.r2", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 2,
+			{Key: cellid.Key{ID: "nginx.fast.simple.quick.r2", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 2},
 				Start: start.Add(8 * time.Second), End: start.Add(13 * time.Second), Status: manifest.CellFailed, Reason: "proxy died"},
 		}}
 	if err := manifest.Write(filepath.Join(dir, "manifest.json"), m); err != nil {
@@ -51,7 +52,7 @@ func TestBuildFromManifestWhenPrometheusUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Build(context.Background(), Config{Prom: c, PromURL: url, Run: "m1", RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
+	r, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: "m1", RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestBuildErrorsWithoutAnySource(t *testing.T) {
 	t.Parallel()
 	url := closedURL(t)
 	c, _ := promapi.New(url, nil)
-	_, err := Build(context.Background(), Config{Prom: c, PromURL: url, Run: "nope", RunDir: t.TempDir(), Now: time.Now})
+	_, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: "nope", RunDir: t.TempDir(), Now: time.Now})
 	if err == nil || !strings.Contains(err.Error(), "nothing to report") {
 		t.Fatalf("err = %v, want a nothing-to-report error", err)
 	}
@@ -105,7 +106,7 @@ func TestMergeManifestFillsWhatPrometheusLacks(t *testing.T) {
 	w.ProxyRes.CPUMeanCores, w.ProxyRes.CPUSource = 0.8, "cadvisor"
 	report.Classify(&w)
 	pressure := 0.5
-	mc := &manifest.Cell{ID: w.ID, Rate: 1000, Scheduled: 10000, Sent: 10000, Late: 60, LateCodes: map[string]int64{"200": 60},
+	mc := &manifest.Cell{Key: cellid.Key{ID: w.ID}, Rate: 1000, Scheduled: 10000, Sent: 10000, Late: 60, LateCodes: map[string]int64{"200": 60},
 		DrainEnd: &drain, Missed: 0, Capped: 300, LagP99S: 0.0004, ProxyCPUSeconds: ptr(5.0),
 		Loadgen: &manifest.LoadgenCPU{CapacityCores: 1, CPUSeconds: 9.2, Periods: 100, ThrottledPeriods: 15, RunDelaySeconds: 1.5, PressureSeconds: &pressure, PressureScope: "cgroup"}}
 	mergeManifest(&w, mc)
@@ -152,7 +153,7 @@ func TestMergeManifestFillsWhatPrometheusLacks(t *testing.T) {
 }
 
 func collectWindow(start time.Time) collect.Window {
-	return collect.Window{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1,
+	return collect.Window{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1},
 		Start: start, End: start.Add(10 * time.Second), TargetRate: 1000, Ended: true}
 }
 
@@ -171,17 +172,17 @@ func TestMergeWindows(t *testing.T) {
 	drain := sec(16)
 	prom := []collect.Window{
 		// Its end never scraped: discovered as failed, with no window.
-		{ID: "a", Proxy: "nginx", Start: sec(0), End: sec(0), Failed: true, Concurrency: 10},
-		{ID: "b", Proxy: "nginx", Start: sec(10), End: sec(15), Ended: true, TargetRate: 500},
-		{ID: "d", Proxy: "nginx", Start: sec(40), End: sec(45), Ended: true},
-		{ID: "s", Proxy: "nginx", Start: sec(50), End: sec(50), Failed: true},
+		{Key: cellid.Key{ID: "a", Proxy: "nginx"}, Start: sec(0), End: sec(0), Failed: true, Concurrency: 10},
+		{Key: cellid.Key{ID: "b", Proxy: "nginx"}, Start: sec(10), End: sec(15), Ended: true, TargetRate: 500},
+		{Key: cellid.Key{ID: "d", Proxy: "nginx"}, Start: sec(40), End: sec(45), Ended: true},
+		{Key: cellid.Key{ID: "s", Proxy: "nginx"}, Start: sec(50), End: sec(50), Failed: true},
 	}
 	m := &manifest.Manifest{Cells: []manifest.Cell{
-		{ID: "a", Proxy: "nginx", Start: sec(0).Add(time.Millisecond), End: sec(5), Status: manifest.CellOK, Concurrency: 20},
-		{ID: "b", Proxy: "nginx", Start: sec(10), End: sec(15).Add(-time.Millisecond), DrainEnd: &drain, Status: manifest.CellOK, Concurrency: 10, Rate: 500},
-		{ID: "c", Proxy: "nginx", Start: sec(20), End: sec(25), Status: manifest.CellOK, Concurrency: 7, Rate: 100},
-		{ID: "e", Proxy: "nginx", Start: sec(30), End: sec(32), Status: manifest.CellAborted},
-		{ID: "s", Proxy: "nginx", Status: manifest.CellSkipped, Reason: "n/a: unsupported"},
+		{Key: cellid.Key{ID: "a", Proxy: "nginx"}, Start: sec(0).Add(time.Millisecond), End: sec(5), Status: manifest.CellOK, Concurrency: 20},
+		{Key: cellid.Key{ID: "b", Proxy: "nginx"}, Start: sec(10), End: sec(15).Add(-time.Millisecond), DrainEnd: &drain, Status: manifest.CellOK, Concurrency: 10, Rate: 500},
+		{Key: cellid.Key{ID: "c", Proxy: "nginx"}, Start: sec(20), End: sec(25), Status: manifest.CellOK, Concurrency: 7, Rate: 100},
+		{Key: cellid.Key{ID: "e", Proxy: "nginx"}, Start: sec(30), End: sec(32), Status: manifest.CellAborted},
+		{Key: cellid.Key{ID: "s", Proxy: "nginx"}, Status: manifest.CellSkipped, Reason: "n/a: unsupported"},
 	}}
 	got, only := mergeWindows(prom, m)
 	var ids []string
@@ -220,10 +221,10 @@ func TestUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	ws := []collect.Window{
-		{ID: "missed-end", Start: t0, End: t0, Failed: true},
-		{ID: "marked", Start: t0.Add(10 * time.Second), End: t0.Add(10 * time.Second), Failed: true, MarkedFailed: true},
-		{ID: "ok", Start: t0.Add(20 * time.Second), End: t0.Add(25 * time.Second), Ended: true},
-		{ID: "last", Start: t0.Add(30 * time.Second), End: t0.Add(30 * time.Second), Failed: true},
+		{Key: cellid.Key{ID: "missed-end"}, Start: t0, End: t0, Failed: true},
+		{Key: cellid.Key{ID: "marked"}, Start: t0.Add(10 * time.Second), End: t0.Add(10 * time.Second), Failed: true, MarkedFailed: true},
+		{Key: cellid.Key{ID: "ok"}, Start: t0.Add(20 * time.Second), End: t0.Add(25 * time.Second), Ended: true},
+		{Key: cellid.Key{ID: "last"}, Start: t0.Add(30 * time.Second), End: t0.Add(30 * time.Second), Failed: true},
 	}
 	if got := unknownOutcome(ws); len(got) != 1 || !got["missed-end"] {
 		t.Errorf("unknown outcome %v, want missed-end alone", got)
@@ -236,11 +237,11 @@ func TestUnknownOutcome(t *testing.T) {
 // lost the window altogether).
 func TestRichnessCountsGaps(t *testing.T) {
 	t.Parallel()
-	old := &report.Report{Cells: []report.Cell{{ID: "c1", ServerSide: true, Failed: true, Latency: report.Latency{Exact: &report.Exact{}}}}}
+	old := &report.Report{Cells: []report.Cell{{Key: cellid.Key{ID: "c1"}, ServerSide: true, Failed: true, Latency: report.Latency{Exact: &report.Exact{}}}}}
 	gap := &report.Gap{Loadgen: &report.ScrapeCoverage{Job: "loadgen"}}
 	rebuilt := &report.Report{Cells: []report.Cell{
-		{ID: "c1", PrometheusGap: gap, Latency: report.Latency{Exact: &report.Exact{}}},
-		{ID: "c2", PrometheusGap: gap, Latency: report.Latency{Exact: &report.Exact{}}}}}
+		{Key: cellid.Key{ID: "c1"}, PrometheusGap: gap, Latency: report.Latency{Exact: &report.Exact{}}},
+		{Key: cellid.Key{ID: "c2"}, PrometheusGap: gap, Latency: report.Latency{Exact: &report.Exact{}}}}}
 	if n, o := RichnessOf(rebuilt), RichnessOf(old); n != (Richness{Cells: 2, ServerSide: 2, Exact: 2}) || n.PoorerThan(o) {
 		t.Errorf("rebuild %v, old %v: want the rebuild not poorer", n, o)
 	}

@@ -73,7 +73,7 @@ func TestNativeHistogramScraped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Build(context.Background(), Config{Prom: c, PromURL: prom.URL, Run: "n1", RunDir: t.TempDir(), Thresholds: report.DefaultThresholds, Now: time.Now})
+	r, err := Report(context.Background(), Config{Prom: c, PromURL: prom.URL, Run: "n1", RunDir: t.TempDir(), Thresholds: report.DefaultThresholds, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func hasKey(keys []string, k string) bool {
 // the window gives none (unknown), never a lookback value; the zero
 // Coverage uses everything.
 func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kinds, cov Coverage) (report.Cell, error) {
-	cell := report.Cell{ID: w.ID, Proxy: w.Proxy, Origin: w.Origin, Scenario: w.Scenario, Tier: w.Tier, Repeat: w.Repeat,
+	cell := report.Cell{Key: w.Key,
 		Start: w.Start, End: w.End, DurationS: report.Num(w.End.Sub(w.Start).Seconds()), Concurrency: w.Concurrency,
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{}}
 	traffic := newSpan(w.Start.Add(-MarginBefore), w.TrafficEnd())

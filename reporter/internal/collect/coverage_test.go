@@ -3,6 +3,8 @@ package collect
 import (
 	"testing"
 	"time"
+
+	"proxybench/internal/cellid"
 )
 
 // scrapesEvery is a log of scrapes every step from from (inclusive) to to
@@ -50,7 +52,7 @@ func TestCoverage(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_700_000_000, 0).UTC()
 	start := t0.Add(60*time.Second + 500*time.Millisecond)
-	w := Window{ID: "c", Proxy: "nginx", Start: start, End: start.Add(5 * time.Second), Ended: true}
+	w := Window{Key: cellid.Key{ID: "c", Proxy: "nginx"}, Start: start, End: start.Add(5 * time.Second), Ended: true}
 	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
 	hole := func(a, b float64) [2]time.Time { return [2]time.Time{at(a), at(b)} }
 	for _, tc := range []struct {

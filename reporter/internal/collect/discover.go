@@ -11,20 +11,20 @@ import (
 	"strconv"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/reporter/internal/promapi"
 )
 
 // Window is one cell as the loadgen announced it in Prometheus.
 type Window struct {
-	ID, Proxy, Origin, Scenario, Tier string
-	Repeat                            int
-	Start, End                        time.Time
-	Concurrency                       int
-	TargetRate                        float64
-	Failed                            bool
-	MarkedFailed                      bool      // proxybench_cell_failed was 1 (Failed is also set when no end was published)
-	Ended                             bool      // an end timestamp was published
-	DrainEnd                          time.Time // when the last late request completed; zero when not published
+	cellid.Key
+	Start, End   time.Time
+	Concurrency  int
+	TargetRate   float64
+	Failed       bool
+	MarkedFailed bool      // proxybench_cell_failed was 1 (Failed is also set when no end was published)
+	Ended        bool      // an end timestamp was published
+	DrainEnd     time.Time // when the last late request completed; zero when not published
 	// Read by the loadgen at the window's edges (end minus start), in CPU
 	// seconds; nil when not published.
 	ProxyCPUSeconds, LoadgenCPUSeconds *float64
@@ -78,10 +78,7 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 	}
 	out := make([]Window, 0, len(starts))
 	for id, s := range starts {
-		l := s.Labels
-		rep, _ := strconv.Atoi(l["repeat"])
-		w := Window{ID: id, Proxy: l["proxy"], Origin: l["origin"], Scenario: l["scenario"], Tier: l["tier"], Repeat: rep,
-			Start: unix(s.Value)}
+		w := Window{Key: cellid.FromLabels(s.Labels), Start: unix(s.Value)}
 		if e, ok := ends[id]; ok && e.Value > 0 {
 			w.End, w.Ended = unix(e.Value), true
 		} else {

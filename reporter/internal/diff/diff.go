@@ -293,7 +293,7 @@ func index(r *report.Report) map[string][]*report.Cell {
 	m := map[string][]*report.Cell{}
 	for i := range r.Cells {
 		c := &r.Cells[i]
-		m[c.Key()] = append(m[c.Key()], c)
+		m[c.GroupKey()] = append(m[c.GroupKey()], c)
 	}
 	return m
 }

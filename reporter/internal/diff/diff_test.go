@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"proxybench/internal/cellid"
 	"proxybench/reporter/internal/report"
 )
 
@@ -13,7 +14,7 @@ func run(id string, p99s map[string][]float64) *report.Report {
 	for key, vs := range p99s {
 		parts := strings.Split(key, ".")
 		for i, v := range vs {
-			r.Cells = append(r.Cells, report.Cell{Proxy: parts[0], Origin: parts[1], Scenario: "simple", Tier: "quick", Repeat: i + 1,
+			r.Cells = append(r.Cells, report.Cell{Key: cellid.Key{Proxy: parts[0], Origin: parts[1], Scenario: "simple", Tier: "quick", Repeat: i + 1},
 				RPS: report.Num(1000), ErrorRatio: 0, Latency: report.Latency{P50: report.Num(v / 2), P99: report.Num(v)},
 				ProxyRes: report.Resources{CPUMeanCores: 1}, Validity: report.Validity{Verdict: report.Valid}})
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/reporter/internal/output"
 	"proxybench/reporter/internal/report"
 )
@@ -34,8 +35,8 @@ func mkCell(s cellSpec) report.Cell {
 		s.verdict = report.Valid
 	}
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	return report.Cell{ID: fmt.Sprintf("%s.%s.simple.quick.r%d", s.proxy, s.origin, s.repeat), Proxy: s.proxy, Origin: s.origin,
-		Scenario: "simple", Tier: "quick", Repeat: s.repeat, Start: t0, End: t0.Add(5 * time.Second), DurationS: 5, Concurrency: 10,
+	return report.Cell{Key: cellid.Key{ID: fmt.Sprintf("%s.%s.simple.quick.r%d", s.proxy, s.origin, s.repeat), Proxy: s.proxy, Origin: s.origin, Scenario: "simple", Tier: "quick", Repeat: s.repeat},
+		Start: t0, End: t0.Add(5 * time.Second), DurationS: 5, Concurrency: 10,
 		Failed: s.failed, ServerSide: true, RPS: report.Num(s.rps), OKRPS: report.Num(s.rps), GoodputRPS: report.Num(s.rps), ErrorRatio: report.Num(s.errRatio),
 		RateLimitedRatio: 0, InFlightMean: report.NaN(), Codes: map[string]int64{}, ErrorReasons: map[string]int64{},
 		Latency:    report.Latency{Source: "native", Mean: report.Num(s.p99 / 3), P50: report.Num(s.p99 / 2), P90: report.NaN(), P95: report.NaN(), P99: report.Num(s.p99), P999: report.NaN(), Max: report.NaN()},

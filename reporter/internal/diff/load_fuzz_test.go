@@ -97,7 +97,7 @@ func checkCompare(t *testing.T, a, b *report.Report, o Options) Result {
 		t.Fatalf("%d regressions counted, %d gates fired", res.Regressions, gates)
 	}
 	for i := range a.Cells {
-		if k := a.Cells[i].Key(); !judged[k] {
+		if k := a.Cells[i].GroupKey(); !judged[k] {
 			t.Fatalf("key %q of A is not judged", k)
 		}
 	}

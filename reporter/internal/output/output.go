@@ -35,7 +35,7 @@ func Write(dir string, r *report.Report) error {
 		return err
 	}
 	figs := render.Figures(r)
-	doc := render.Build(r)
+	doc := render.Document(r)
 	var md, page bytes.Buffer
 	if err := render.Markdown(&md, doc); err != nil {
 		return fmt.Errorf("render markdown: %w", err)
@@ -103,7 +103,7 @@ func WritePartial(dir string, r *report.Report) ([]string, error) {
 		return nil, err
 	}
 	var md bytes.Buffer
-	if err := render.Markdown(&md, render.Build(r)); err != nil {
+	if err := render.Markdown(&md, render.Document(r)); err != nil {
 		return nil, fmt.Errorf("render markdown: %w", err)
 	}
 	paths := []string{filepath.Join(dir, Partial[0]), filepath.Join(dir, Partial[1])}

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/reporter/internal/report"
 )
 
 func rep(id string, start time.Time) *report.Report {
 	return &report.Report{Schema: report.SchemaVersion, Run: id, Start: start, End: start.Add(time.Minute),
-		Cells: []report.Cell{{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1,
+		Cells: []report.Cell{{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1},
 			RPS: report.NaN(), ErrorRatio: 0.5, Validity: report.Validity{Verdict: report.Valid}}}}
 }
 

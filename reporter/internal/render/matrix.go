@@ -102,7 +102,7 @@ func fmtCV(s report.Stat) string {
 
 func suspectCells(r *report.Report, g *report.Group) bool {
 	for _, c := range r.Cells {
-		if c.Key() == g.Key && c.Validity.Verdict == report.Suspect {
+		if c.GroupKey() == g.Key && c.Validity.Verdict == report.Suspect {
 			return true
 		}
 	}

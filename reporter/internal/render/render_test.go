@@ -53,7 +53,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	r := loadReport(t)
-	d := Build(r)
+	d := Document(r)
 	var md, page bytes.Buffer
 	figs := Figures(r)
 	if err := Markdown(&md, d); err != nil {

@@ -24,7 +24,7 @@ func scenarioReport(t *testing.T) *report.Report {
 			continue
 		}
 		d := mc.End.Sub(mc.Start).Seconds()
-		c := report.Cell{ID: mc.ID, Proxy: mc.Proxy, Origin: mc.Origin, Scenario: mc.Scenario, Tier: mc.Tier, Repeat: mc.Repeat,
+		c := report.Cell{Key: mc.Key,
 			DurationS: report.Num(d), RPS: report.Num(float64(mc.Requests) / d), Codes: mc.Codes, ScenarioData: mc.ScenarioData,
 			Latency: report.Latency{Exact: &report.Exact{P50: report.Num(mc.Latency.P50), P99: report.Num(mc.Latency.P99)}}}
 		report.Classify(&c)

@@ -10,8 +10,8 @@ import (
 	"proxybench/reporter/internal/report"
 )
 
-// Build turns a report into its document.
-func Build(r *report.Report) Doc {
+// Document turns a report into its document: the sections every output renders.
+func Document(r *report.Report) Doc {
 	d := Doc{Title: "proxybench report: run " + r.Run}
 	s := r.Summary
 	d.Lead = append(d.Lead, fmt.Sprintf("%d cells, %s to %s UTC: **%d valid, %d suspect, %d invalid**. SLO (%s): %s.",

@@ -38,7 +38,7 @@ func BuildGroups(cells []Cell) []Group {
 	members := map[string][]*Cell{}
 	for i := range cells {
 		c := &cells[i]
-		k := c.Key()
+		k := c.GroupKey()
 		if _, ok := idx[k]; !ok {
 			idx[k] = len(groups)
 			groups = append(groups, Group{Key: k, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier})

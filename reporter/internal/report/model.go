@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 )
 
@@ -95,12 +96,7 @@ type Summary struct {
 
 // Cell is one measured proxy x origin x scenario x tier x repeat window.
 type Cell struct {
-	ID            string     `json:"id"`
-	Proxy         string     `json:"proxy"`
-	Origin        string     `json:"origin"`
-	Scenario      string     `json:"scenario"`
-	Tier          string     `json:"tier"`
-	Repeat        int        `json:"repeat"`
+	cellid.Key
 	Start         time.Time  `json:"start"`
 	End           time.Time  `json:"end"`
 	WarmupStart   *time.Time `json:"warmup_start,omitempty"` // first warm-up request (manifest); before Start, excluded
@@ -166,9 +162,6 @@ const (
 	LateFromPrometheus = "prometheus"
 	LateFromManifest   = "manifest"
 )
-
-// Key identifies the cell across repeats and runs.
-func (c *Cell) Key() string { return c.Proxy + "." + c.Origin + "." + c.Scenario + "." + c.Tier }
 
 // Classes counts attempts by outcome class.
 type Classes struct {

@@ -4,17 +4,18 @@ import (
 	"reflect"
 	"testing"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 )
 
 func TestSupportMatrix(t *testing.T) {
 	t.Parallel()
 	cell := func(proxy, scenario, status, reason string) manifest.Cell {
-		return manifest.Cell{Proxy: proxy, Scenario: scenario, Status: status, Reason: reason}
+		return manifest.Cell{Key: cellid.Key{Proxy: proxy, Scenario: scenario}, Status: status, Reason: reason}
 	}
 	na := func(proxy, scenario, reason string) manifest.Cell {
 		sk := &manifest.Skip{Kind: manifest.SkipNotApplicable, Reason: reason}
-		return manifest.Cell{Proxy: proxy, Scenario: scenario, Status: manifest.CellSkipped, Reason: sk.Text(), Skip: sk}
+		return manifest.Cell{Key: cellid.Key{Proxy: proxy, Scenario: scenario}, Status: manifest.CellSkipped, Reason: sk.Text(), Skip: sk}
 	}
 	tests := []struct {
 		name  string
@@ -27,7 +28,7 @@ func TestSupportMatrix(t *testing.T) {
 			[]Support{{Proxy: "traefik", Scenario: "auth", Status: SupportNA, Reason: "no native API-key check"}}},
 		{"a failed or broken cell is still native", []manifest.Cell{
 			cell("caddy", "slow", manifest.CellFailed, "proxy container proxybench-caddy exited (code 137, OOM killed) during the cell"),
-			{Proxy: "caddy", Scenario: "churn", Status: manifest.CellSkipped, Reason: "preflight: connection refused",
+			{Key: cellid.Key{Proxy: "caddy", Scenario: "churn"}, Status: manifest.CellSkipped, Reason: "preflight: connection refused",
 				Skip: &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: connection refused"}}},
 			[]Support{{Proxy: "caddy", Scenario: "slow", Status: SupportNative}, {Proxy: "caddy", Scenario: "churn", Status: SupportNative}}},
 		{"one entry per pair across origins and repeats", []manifest.Cell{

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"strings"
 	"testing"
@@ -8,7 +9,7 @@ import (
 )
 
 func baseCell() Cell {
-	c := Cell{Proxy: "nginx", DurationS: 10, ServerSide: true, Scrapes: 10, Codes: map[string]int64{"200": 10000},
+	c := Cell{Key: cellid.Key{Proxy: "nginx"}, DurationS: 10, ServerSide: true, Scrapes: 10, Codes: map[string]int64{"200": 10000},
 		InFlightMean: 10, TargetRateRPS: 0,
 		Latency:    Latency{Source: "native", Mean: 0.01, P99: 0.05},
 		ProxyRes:   Resources{CPUMeanCores: 1, MemMeanBytes: 1e7},

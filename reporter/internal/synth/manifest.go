@@ -22,7 +22,7 @@ func (r *Run) Manifest() *manifest.Manifest {
 
 func (c *Cell) manifest() manifest.Cell {
 	d := c.Duration()
-	mc := manifest.Cell{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: "simple", Tier: c.Tier, Repeat: c.Repeat,
+	mc := manifest.Cell{Key: c.Key,
 		Mode: "closed", Concurrency: c.Concurrency, Rate: c.TargetRate, DurationS: d, Start: c.Start, End: c.End,
 		Status: manifest.CellOK, Requests: c.InWindow(), Errors: sum(c.Reasons), Codes: nonZero(c.Codes),
 		ErrorReasons: nonZero(c.Reasons), Scheduled: c.Scheduled, Sent: c.Sent, WrongOrigin: c.WrongOrigin,

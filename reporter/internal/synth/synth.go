@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"proxybench/internal/cellid"
 )
 
 // Buckets of the classic latency, open-loop lag and GC pause histograms (seconds).
@@ -21,37 +23,36 @@ var (
 
 // Cell is one synthetic cell and its truth.
 type Cell struct {
-	ID, Proxy, Origin, Tier string
-	Repeat                  int
-	Start, End              time.Time // the planned window
-	Concurrency             int
-	Codes                   map[string]int64 // exact in-window responses by status
-	Reasons                 map[string]int64 // exact in-window transport errors by reason
-	LateCodes               map[string]int64 // responses completed after End, by status
-	DrainEnd                time.Time        // when the last late response completed; zero: none
-	Latencies               []float64        // every observation (late ones too), sorted
-	InFlight                float64          // gauge value during the window
-	WrongOrigin             int64
-	ProxyCPU                float64 // cores, constant over the proxy's block (cAdvisor)
-	ProxyCPUEdgeS           float64 // proxybench_cell_proxy_cpu_seconds; 0: not published
-	MemStartMB              float64 // working set at start
-	MemSlopeMBPerS          float64
-	LoadgenCPU              float64   // cores during the cell
-	LoadgenSpike            float64   // cores during one scrape interval mid-window; 0: none
-	LoadgenCPUEdgeS         float64   // proxybench_cell_loadgen_cpu_seconds; 0: not published
-	LoadgenLimit            float64   // proxybench_loadgen_cpu_limit_cores (capacity)
-	ThrottledShare          float64   // throttled CFS periods / periods (10 periods/s)
-	RunDelayPerS            float64   // loadgen run delay, seconds per second
-	TargetRate              float64   // open loop: offered req/s; 0 closed loop
-	Scheduled, Sent         int64     // open loop
-	Missed, Capped          int64     // open loop
-	Lags                    []float64 // open loop: send lag observations, sorted
-	GCCyclesPerS            int       // Go proxies only
-	GCCPUPerS               float64
-	HeapMB                  float64
-	HeapSlopeMBPerS         float64
-	Pauses                  []float64 // sorted
-	Go                      bool
+	cellid.Key                // Scenario is simple
+	Start, End      time.Time // the planned window
+	Concurrency     int
+	Codes           map[string]int64 // exact in-window responses by status
+	Reasons         map[string]int64 // exact in-window transport errors by reason
+	LateCodes       map[string]int64 // responses completed after End, by status
+	DrainEnd        time.Time        // when the last late response completed; zero: none
+	Latencies       []float64        // every observation (late ones too), sorted
+	InFlight        float64          // gauge value during the window
+	WrongOrigin     int64
+	ProxyCPU        float64 // cores, constant over the proxy's block (cAdvisor)
+	ProxyCPUEdgeS   float64 // proxybench_cell_proxy_cpu_seconds; 0: not published
+	MemStartMB      float64 // working set at start
+	MemSlopeMBPerS  float64
+	LoadgenCPU      float64   // cores during the cell
+	LoadgenSpike    float64   // cores during one scrape interval mid-window; 0: none
+	LoadgenCPUEdgeS float64   // proxybench_cell_loadgen_cpu_seconds; 0: not published
+	LoadgenLimit    float64   // proxybench_loadgen_cpu_limit_cores (capacity)
+	ThrottledShare  float64   // throttled CFS periods / periods (10 periods/s)
+	RunDelayPerS    float64   // loadgen run delay, seconds per second
+	TargetRate      float64   // open loop: offered req/s; 0 closed loop
+	Scheduled, Sent int64     // open loop
+	Missed, Capped  int64     // open loop
+	Lags            []float64 // open loop: send lag observations, sorted
+	GCCyclesPerS    int       // Go proxies only
+	GCCPUPerS       float64
+	HeapMB          float64
+	HeapSlopeMBPerS float64
+	Pauses          []float64 // sorted
+	Go              bool
 	// Flags are the validity flag codes the report must give the cell, in
 	// the order validity.go checks them, and Verdict its verdict.
 	Flags   []string
@@ -135,7 +136,7 @@ func New(o Options) *Run {
 	for pi, p := range o.Proxies {
 		for _, org := range o.Origins {
 			for rep := 1; rep <= o.Repeats; rep++ {
-				c := Cell{ID: fmt.Sprintf("%s.%s.simple.quick.r%d", p, org, rep), Proxy: p, Origin: org, Tier: "quick", Repeat: rep,
+				c := Cell{Key: cellid.New(p, org, "simple", "quick", rep),
 					Start: t, End: t.Add(time.Duration(o.DurationS) * time.Second), Concurrency: 10, Go: goProxy[p], LoadgenLimit: 2}
 				n := int64(800 + 37*i)
 				c.Codes = map[string]int64{"200": n}
@@ -276,7 +277,7 @@ func (r *Run) flagCells(t time.Time, durS int) {
 		{"cpu-edges", nil, "valid", func(c *Cell) { c.ProxyCPUEdgeS, c.LoadgenCPUEdgeS = 1.234, 2.1 }},
 	}
 	for _, k := range cases {
-		c := Cell{ID: "nginx." + k.origin + ".simple.flags.r1", Proxy: "nginx", Origin: k.origin, Tier: "flags", Repeat: 1,
+		c := Cell{Key: cellid.New("nginx", k.origin, "simple", "flags", 1),
 			Start: t, End: t.Add(d), Concurrency: 10, Codes: map[string]int64{"200": 5000}, Reasons: map[string]int64{},
 			ProxyCPU: r.proxyCPU("nginx"), MemStartMB: 30, MemSlopeMBPerS: 0.01, LoadgenCPU: 0.4, LoadgenLimit: 2,
 			Flags: k.flags, Verdict: k.verdict}

@@ -1,4 +1,4 @@
-package attack
+package wire
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 type respParser struct {
 	head   bool
 	origin []byte
-	lim    limits
+	lim    Limits
 
 	state  pstate
 	seen   bool // any byte of this response consumed
@@ -20,7 +20,7 @@ type respParser struct {
 	h      headers
 	remain int64 // body or chunk bytes still to come
 	hused  int   // bytes of the head (interim responses included), then of the trailers
-	resp   response
+	resp   Response
 	keep   bool
 }
 
@@ -61,7 +61,7 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 			}
 			n += int(k)
 			p.remain -= k
-			p.resp.bytes += k
+			p.resp.Bytes += k
 			if p.remain > 0 {
 				return n, false, nil
 			}
@@ -73,10 +73,10 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 			continue
 		case pUntilClose:
 			k := int64(len(b) - n)
-			if k > p.lim.body-p.resp.bytes {
-				return n, false, errBodyTooLarge(p.lim.body)
+			if k > p.lim.Body-p.resp.Bytes {
+				return n, false, errBodyTooLarge(p.lim.Body)
 			}
-			p.resp.bytes += k
+			p.resp.Bytes += k
 			return len(b), false, nil
 		}
 		inHead := p.state == pStatus || p.state == pHeaders || p.state == pTrailers
@@ -88,16 +88,16 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 				return n, false, errLineTooLong
 			case rest >= maxLine:
 				return n, false, errProto("line longer than 16 KiB")
-			case inHead && rest > p.lim.header-p.hused:
-				return n, false, errHeaderTooLarge(p.lim.header)
+			case inHead && rest > p.lim.Header-p.hused:
+				return n, false, errHeaderTooLarge(p.lim.Header)
 			}
 			return n, false, nil
 		}
 		raw := b[n : n+i+1]
 		n += i + 1
 		if inHead {
-			if p.hused += len(raw); p.hused > p.lim.header {
-				return n, false, errHeaderTooLarge(p.lim.header)
+			if p.hused += len(raw); p.hused > p.lim.Header {
+				return n, false, errHeaderTooLarge(p.lim.Header)
 			}
 		}
 		line := bytes.TrimRight(raw, "\r\n")
@@ -107,7 +107,7 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 			if err != nil {
 				return n, false, err
 			}
-			p.resp.code, p.minor = code, minor
+			p.resp.Code, p.minor = code, minor
 			p.h = headers{length: -1}
 			p.state = pHeaders
 		case pHeaders:
@@ -117,7 +117,7 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 				}
 				continue
 			}
-			code := p.resp.code
+			code := p.resp.Code
 			if code == 101 {
 				return n, false, errProto("unexpected 101 switching protocols")
 			}
@@ -125,7 +125,7 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 				p.state = pStatus
 				continue
 			}
-			p.resp.originOK = p.origin == nil || p.h.originOK
+			p.resp.OriginOK = p.origin == nil || p.h.originOK
 			p.keep = !p.h.close && (p.minor >= 1 || p.h.keepAlive)
 			switch {
 			case p.head || code == 204 || code == 304:
@@ -133,8 +133,8 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 				return n, true, nil
 			case p.h.chunked:
 				p.state = pChunkSize
-			case p.h.length > p.lim.body:
-				return n, false, errBodyTooLarge(p.lim.body)
+			case p.h.length > p.lim.Body:
+				return n, false, errBodyTooLarge(p.lim.Body)
 			case p.h.length >= 0:
 				p.remain = p.h.length
 				if p.remain == 0 {
@@ -159,8 +159,8 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 				p.hused = 0 // the trailers have a head's budget
 				continue
 			}
-			if size > p.lim.body-p.resp.bytes {
-				return n, false, errBodyTooLarge(p.lim.body)
+			if size > p.lim.Body-p.resp.Bytes {
+				return n, false, errBodyTooLarge(p.lim.Body)
 			}
 			p.remain = size
 			p.state = pChunkData

@@ -1,8 +1,9 @@
-// Package preflight owns proving that every proxy reaches every origin
-// before any load is sent: one GET per route checking status, body and the
-// X-Origin header, a proxy x origin table, and the proxies' real versions.
-// The runner uses CheckProxy to skip the cells of a broken route.
-package preflight
+// Package routecheck owns proving that a proxy reaches an origin: one GET
+// per route checking status, body and the X-Origin header, retried while a
+// stack starts. `loadgen preflight` prints its results as a table; the
+// runner uses CheckProxy to skip the cells of a broken route and CheckRoute
+// to tell a broken route from a slow one after a cell.
+package routecheck
 
 import (
 	"context"
@@ -41,7 +42,7 @@ func StackTarget(proxy string) (string, error) {
 	return fmt.Sprintf("http://127.0.0.1:%d", p.Port), nil
 }
 
-// NewClient is the client preflight uses: no environment proxy (traffic
+// NewClient is the client of the checks: no environment proxy (traffic
 // must go straight to 127.0.0.1) and no keep-alive, so each check opens a
 // fresh connection and a proxy that stopped accepting is noticed.
 func NewClient() *http.Client {

@@ -1,4 +1,4 @@
-package attack
+package wire
 
 import (
 	"bufio"
@@ -18,68 +18,19 @@ import (
 // allocation. net/http costs several times more CPU per request (see
 // BenchmarkRequest), which would make the instrument the bottleneck.
 
-// doer sends one request and reads the whole response.
-type doer interface {
-	do(deadline time.Time) (response, error)
-	close()
-}
-
-type response struct {
-	code     int
-	bytes    int64 // body bytes read
-	originOK bool  // X-Origin matched (or nothing was expected)
-}
-
-// protocolError is a response the client could not parse.
-type protocolError struct{ msg string }
-
-func (e *protocolError) Error() string { return "malformed response: " + e.msg }
-
-func errProto(format string, a ...any) error { return &protocolError{fmt.Sprintf(format, a...)} }
-
-// limits bound what the client reads of one response, so that a
-// misbehaving target costs a bounded time and memory and a clear reason
-// instead of the whole timeout spent reading (or parsing) at full speed.
-type limits struct {
-	// header bounds the response head: status line, header lines and the
-	// blank line, summed over any 1xx interim responses (as net/http
-	// does), and separately the trailers of a chunked body.
-	header int
-	// body bounds the body bytes: a Content-Length above it fails at once,
-	// a chunked or until-close body as soon as it goes beyond.
-	body int64
-}
-
-// limitError is a response beyond one of the client's limits.
-type limitError struct {
-	reason errReason // reasonHeaderTooLarge or reasonBodyTooLarge
-	msg    string
-}
-
-func (e *limitError) Error() string { return e.msg }
-
-func errHeaderTooLarge(max int) error {
-	return &limitError{reasonHeaderTooLarge, fmt.Sprintf("response head beyond %d bytes", max)}
-}
-
-var errLineTooLong = &limitError{reasonHeaderTooLarge, "response head line longer than 16 KiB"}
-
-func errBodyTooLarge(max int64) error {
-	return &limitError{reasonBodyTooLarge, fmt.Sprintf("response body beyond %d bytes", max)}
-}
-
-// request is the immutable part shared by every connection of a run.
-type request struct {
+// Request is the immutable part shared by every connection of a run.
+type Request struct {
 	addr      string // host:port to dial
 	wire      []byte // the full request, headers and body
 	head      bool   // HEAD: responses have no body
 	closeConn bool   // new connection per request
 	origin    []byte // expected X-Origin, nil = no check
 	timeout   time.Duration
-	lim       limits
+	lim       Limits
 }
 
-func buildRequest(s *Spec) (*request, error) {
+// NewRequest builds the request bytes of t once for every connection.
+func NewRequest(s Target) (*Request, error) {
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		return nil, fmt.Errorf("spec URL %q: %w", s.URL, err)
@@ -122,13 +73,13 @@ func buildRequest(s *Spec) (*request, error) {
 	}
 	b.WriteString("\r\n")
 	b.Write(s.Body)
-	r := &request{
+	r := &Request{
 		addr:      addr,
 		wire:      b.Bytes(),
 		head:      method == "HEAD",
 		closeConn: s.NewConnPerRequest,
 		timeout:   s.Timeout,
-		lim:       specLimits(s),
+		lim:       s.Limits,
 	}
 	if s.ExpectOrigin != "" {
 		r.origin = []byte(s.ExpectOrigin)
@@ -136,9 +87,9 @@ func buildRequest(s *Spec) (*request, error) {
 	return r, nil
 }
 
-// leanConn is one worker's connection.
-type leanConn struct {
-	req    *request
+// LeanConn is one worker's connection of the lean client.
+type LeanConn struct {
+	req    *Request
 	dialer net.Dialer
 	c      net.Conn
 	br     *bufio.Reader
@@ -146,20 +97,27 @@ type leanConn struct {
 	dl     time.Time // deadline set on c
 }
 
-func newLeanConn(r *request) *leanConn {
-	return &leanConn{req: r}
+var (
+	_ Doer      = (*LeanConn)(nil)
+	_ Connector = (*LeanConn)(nil)
+)
+
+// NewLeanConn is a worker's connection for r, not connected yet.
+func NewLeanConn(r *Request) *LeanConn {
+	return &LeanConn{req: r}
 }
 
-func (l *leanConn) close() {
+// Close drops the connection.
+func (l *LeanConn) Close() {
 	if l.c != nil {
 		l.c.Close()
 		l.c = nil
 	}
 }
 
-// connect dials ahead of the first request (open-loop workers joining the
+// Connect dials ahead of the first request (open-loop workers joining the
 // pool): a no-op when connected.
-func (l *leanConn) connect(deadline time.Time) error {
+func (l *LeanConn) Connect(deadline time.Time) error {
 	if l.c != nil {
 		return nil
 	}
@@ -172,7 +130,7 @@ func (l *leanConn) connect(deadline time.Time) error {
 	return nil
 }
 
-func (l *leanConn) attach(c net.Conn) {
+func (l *LeanConn) attach(c net.Conn) {
 	l.c = c
 	l.used = false
 	l.dl = time.Time{}
@@ -183,7 +141,8 @@ func (l *leanConn) attach(c net.Conn) {
 	}
 }
 
-func (l *leanConn) do(deadline time.Time) (response, error) {
+// Do sends the request and reads the whole response until deadline.
+func (l *LeanConn) Do(deadline time.Time) (Response, error) {
 	resp, err, stale := l.try(deadline)
 	if stale && time.Now().Before(deadline) {
 		// The server closed an idle keep-alive connection before it saw our
@@ -193,7 +152,7 @@ func (l *leanConn) do(deadline time.Time) (response, error) {
 	return resp, err
 }
 
-func (l *leanConn) try(deadline time.Time) (resp response, err error, stale bool) {
+func (l *LeanConn) try(deadline time.Time) (resp Response, err error, stale bool) {
 	if l.c == nil {
 		l.dialer.Deadline = deadline
 		c, err := l.dialer.Dial("tcp", l.req.addr)
@@ -207,24 +166,24 @@ func (l *leanConn) try(deadline time.Time) (resp response, err error, stale bool
 	// is within [0.99, 1] x Timeout.
 	if deadline.Sub(l.dl) > l.req.timeout/100 || deadline.Before(l.dl) {
 		if err := l.c.SetDeadline(deadline); err != nil {
-			l.close()
+			l.Close()
 			return resp, err, false
 		}
 		l.dl = deadline
 	}
 	if _, err := l.c.Write(l.req.wire); err != nil {
 		stale = l.used
-		l.close()
+		l.Close()
 		return resp, err, stale
 	}
 	resp, keep, err := readResponse(l.br, l.req.head, l.req.origin, l.req.lim)
 	if err != nil {
 		stale = l.used && errors.Is(err, errNoBytes)
-		l.close()
+		l.Close()
 		return resp, err, stale
 	}
 	if !keep || l.req.closeConn {
-		l.close()
+		l.Close()
 	} else {
 		l.used = true
 	}
@@ -241,9 +200,9 @@ func (e *noBytesError) Unwrap() []error { return []error{e.err, errNoBytes} }
 
 // readResponse reads one response, skipping 1xx interim responses, and
 // discards its body. keep reports whether the connection may carry another.
-func readResponse(br *bufio.Reader, head bool, origin []byte, lim limits) (resp response, keep bool, err error) {
+func readResponse(br *bufio.Reader, head bool, origin []byte, lim Limits) (resp Response, keep bool, err error) {
 	first := true
-	budget := lim.header // head bytes left, interim responses included
+	budget := lim.Header // head bytes left, interim responses included
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -257,7 +216,7 @@ func readResponse(br *bufio.Reader, head bool, origin []byte, lim limits) (resp 
 		}
 		first = false
 		if budget -= len(line); budget < 0 {
-			return resp, false, errHeaderTooLarge(lim.header)
+			return resp, false, errHeaderTooLarge(lim.Header)
 		}
 		code, minor, err := parseStatusLine(line)
 		if err != nil {
@@ -274,30 +233,30 @@ func readResponse(br *bufio.Reader, head bool, origin []byte, lim limits) (resp 
 		if code >= 100 && code < 200 {
 			continue
 		}
-		resp.code = code
-		resp.originOK = origin == nil || h.originOK
+		resp.Code = code
+		resp.OriginOK = origin == nil || h.originOK
 		keep = !h.close && (minor >= 1 || h.keepAlive)
 		switch {
 		case head || code == 204 || code == 304:
 		case h.chunked:
-			resp.bytes, err = discardChunked(br, lim)
-		case h.length > lim.body:
-			return resp, false, errBodyTooLarge(lim.body)
+			resp.Bytes, err = discardChunked(br, lim)
+		case h.length > lim.Body:
+			return resp, false, errBodyTooLarge(lim.Body)
 		case h.length >= 0:
 			var n int
 			n, err = br.Discard(int(h.length))
-			resp.bytes = int64(n)
+			resp.Bytes = int64(n)
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
 		default: // body until the server closes
 			var n int64
-			n, err = io.CopyN(io.Discard, br, lim.body+1)
-			resp.bytes = n
+			n, err = io.CopyN(io.Discard, br, lim.Body+1)
+			resp.Bytes = n
 			keep = false
 			switch {
-			case n > lim.body:
-				err = errBodyTooLarge(lim.body)
+			case n > lim.Body:
+				err = errBodyTooLarge(lim.Body)
 			case err == io.EOF:
 				err = nil
 			}
@@ -322,12 +281,12 @@ func statusErr(err error) error {
 // headErr is statusErr for a line of the head or the trailers: one that
 // fills the buffer, or a partial one already beyond the budget, is too
 // large.
-func headErr(err error, over bool, lim limits) error {
+func headErr(err error, over bool, lim Limits) error {
 	switch {
 	case err == bufio.ErrBufferFull:
 		return errLineTooLong
 	case over:
-		return errHeaderTooLarge(lim.header)
+		return errHeaderTooLarge(lim.Header)
 	}
 	return statusErr(err)
 }
@@ -378,7 +337,7 @@ var (
 
 // readHeaders reads header lines up to the blank line, taking their bytes
 // from budget; left is what remains of it.
-func readHeaders(br *bufio.Reader, origin []byte, budget int, lim limits) (h headers, left int, err error) {
+func readHeaders(br *bufio.Reader, origin []byte, budget int, lim Limits) (h headers, left int, err error) {
 	h.length = -1
 	for {
 		line, err := br.ReadSlice('\n')
@@ -386,7 +345,7 @@ func readHeaders(br *bufio.Reader, origin []byte, budget int, lim limits) (h hea
 			return h, budget, headErr(err, len(line) > budget, lim)
 		}
 		if budget -= len(line); budget < 0 {
-			return h, budget, errHeaderTooLarge(lim.header)
+			return h, budget, errHeaderTooLarge(lim.Header)
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
@@ -455,7 +414,7 @@ func parseUint(b []byte, base int64) (int64, bool) {
 	return n, true
 }
 
-func discardChunked(br *bufio.Reader, lim limits) (total int64, err error) {
+func discardChunked(br *bufio.Reader, lim Limits) (total int64, err error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -472,13 +431,13 @@ func discardChunked(br *bufio.Reader, lim limits) (total int64, err error) {
 		}
 		if size == 0 {
 			// Trailers end with an empty line; they have a head's budget.
-			if _, _, err := readHeaders(br, nil, lim.header, lim); err != nil {
+			if _, _, err := readHeaders(br, nil, lim.Header, lim); err != nil {
 				return total, err
 			}
 			return total, nil
 		}
-		if size > lim.body-total {
-			return total, errBodyTooLarge(lim.body)
+		if size > lim.Body-total {
+			return total, errBodyTooLarge(lim.Body)
 		}
 		n, err := br.Discard(int(size))
 		total += int64(n)

@@ -1,4 +1,4 @@
-package attack
+package wire
 
 import (
 	"bytes"
@@ -12,22 +12,31 @@ import (
 	"time"
 )
 
-// stdDoer sends through net/http: used for https URLs (the lean client
+// StdDoer sends through net/http: used for https URLs (the lean client
 // speaks plain HTTP/1.1 only) and as the reference the lean client is
 // benchmarked and tested against (WithNetHTTP). It applies the same
 // response limits: the head's through the Transport, the body's itself.
-type stdDoer struct {
+type StdDoer struct {
 	client *http.Client
-	spec   *Spec
+	spec   *Target
 	origin string
-	lim    limits
+	lim    Limits
 	buf    []byte
 	lr     io.LimitedReader
 	trace  *httptrace.ClientTrace
 	conn   net.Conn // the connection of the current request (GotConn)
 }
 
-func newStdTransport(s *Spec, conns int) *http.Transport {
+var _ Doer = (*StdDoer)(nil)
+
+// NewStdClient is the net/http client of a run of t with up to conns
+// connections: no environment proxy, no compression, no HTTP/2, redirects
+// not followed, the head limit applied by the Transport.
+func NewStdClient(t *Target, conns int) *http.Client {
+	return &http.Client{Transport: newStdTransport(t, conns), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func newStdTransport(s *Target, conns int) *http.Transport {
 	dialer := &net.Dialer{KeepAlive: -1}
 	return &http.Transport{
 		Proxy: nil, // never a proxy from the environment: we measure the target
@@ -43,15 +52,16 @@ func newStdTransport(s *Spec, conns int) *http.Transport {
 		MaxIdleConns:           conns,
 		MaxIdleConnsPerHost:    conns,
 		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: int64(specLimits(s).header), // 1xx heads included, as the lean client counts
+		MaxResponseHeaderBytes: int64(s.Limits.Header), // 1xx heads included, as the lean client counts
 		ForceAttemptHTTP2:      false,
 		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
 		TLSClientConfig:        &tls.Config{},
 	}
 }
 
-func newStdDoer(client *http.Client, s *Spec) *stdDoer {
-	d := &stdDoer{client: client, spec: s, origin: s.ExpectOrigin, lim: specLimits(s)}
+// NewStdDoer is a worker's Doer of t through client (NewStdClient).
+func NewStdDoer(client *http.Client, s *Target) *StdDoer {
+	d := &StdDoer{client: client, spec: s, origin: s.ExpectOrigin, lim: s.Limits}
 	d.trace = &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { d.conn = info.Conn }}
 	return d
 }
@@ -79,16 +89,17 @@ func (c *countConn) Write(p []byte) (int, error) {
 // headTooLarge tells whether err, from Client.Do, is net/http giving up on
 // a head beyond the limit: an error of no known kind after the connection
 // delivered at least the limit (the Transport reads exactly up to it).
-func (d *stdDoer) headTooLarge(err error) bool {
+func (d *StdDoer) headTooLarge(err error) bool {
 	c := d.conn
 	if t, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
 		c = t.NetConn()
 	}
 	cc, ok := c.(*countConn)
-	return ok && classify(err) == reasonOther && cc.read.Load() >= int64(d.lim.header)
+	return ok && Classify(err) == ReasonOther && cc.read.Load() >= int64(d.lim.Header)
 }
 
-func (d *stdDoer) do(deadline time.Time) (response, error) {
+// Do sends the request and reads the whole response until deadline.
+func (d *StdDoer) Do(deadline time.Time) (Response, error) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var body io.Reader
@@ -102,7 +113,7 @@ func (d *stdDoer) do(deadline time.Time) (response, error) {
 	d.conn = nil
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, d.trace), method, d.spec.URL, body)
 	if err != nil {
-		return response{}, err
+		return Response{}, err
 	}
 	for k, vs := range d.spec.Header {
 		req.Header[k] = vs
@@ -116,25 +127,26 @@ func (d *stdDoer) do(deadline time.Time) (response, error) {
 	res, err := d.client.Do(req)
 	if err != nil {
 		if d.headTooLarge(err) {
-			return response{}, errHeaderTooLarge(d.lim.header)
+			return Response{}, errHeaderTooLarge(d.lim.Header)
 		}
-		return response{}, err
+		return Response{}, err
 	}
 	// Closing a body that was not read to its end closes the connection.
 	defer res.Body.Close()
-	if res.Body != http.NoBody && res.ContentLength > d.lim.body {
-		return response{}, errBodyTooLarge(d.lim.body)
+	if res.Body != http.NoBody && res.ContentLength > d.lim.Body {
+		return Response{}, errBodyTooLarge(d.lim.Body)
 	}
 	if d.buf == nil {
 		d.buf = make([]byte, 32<<10)
 	}
-	d.lr = io.LimitedReader{R: res.Body, N: d.lim.body + 1}
+	d.lr = io.LimitedReader{R: res.Body, N: d.lim.Body + 1}
 	n, err := io.CopyBuffer(io.Discard, &d.lr, d.buf)
-	r := response{code: res.StatusCode, bytes: n, originOK: d.origin == "" || res.Header.Get("X-Origin") == d.origin}
-	if err == nil && n > d.lim.body {
-		return r, errBodyTooLarge(d.lim.body)
+	r := Response{Code: res.StatusCode, Bytes: n, OriginOK: d.origin == "" || res.Header.Get("X-Origin") == d.origin}
+	if err == nil && n > d.lim.Body {
+		return r, errBodyTooLarge(d.lim.Body)
 	}
 	return r, err
 }
 
-func (d *stdDoer) close() {}
+// Close is a no-op: the client's pool owns the connections.
+func (d *StdDoer) Close() {}

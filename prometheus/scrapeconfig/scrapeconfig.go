@@ -1,9 +1,9 @@
-// Package promcheck owns the consistency checks of the Prometheus
+// Package scrapeconfig owns the consistency checks of the Prometheus
 // configuration as code: the host-network and bridge-network scrape configs
 // must describe the same jobs, and their targets must be the ports of
 // internal/stack. promtool checks each file on its own (prometheus/lint.sh);
 // this package checks what promtool cannot: that they agree.
-package promcheck
+package scrapeconfig
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
-// Package promcheck owns the test-time check that a /metrics exposition is
+// Package metricslint owns the test-time check that a /metrics exposition is
 // clean: promlint always (the linter behind promtool check metrics) and the
 // pinned promtool itself when it is built. Tests of every component that
 // serves /metrics call it, so they all apply the same rules.
-package promcheck
+package metricslint
 
 import (
 	"bytes"
@@ -18,10 +18,10 @@ import (
 // PromtoolVersion is the pinned promtool (scripts/gobin.sh builds it).
 const PromtoolVersion = "v0.316.0"
 
-// Metrics fails t when text, a text exposition, breaks Prometheus's naming
+// Check fails t when text, a text exposition, breaks Prometheus's naming
 // and format rules. promtool is found through $PROMTOOL or the project's
 // .cache/bin; without it only promlint runs, which the test log says.
-func Metrics(t testing.TB, text []byte) {
+func Check(t testing.TB, text []byte) {
 	t.Helper()
 	problems, err := promlint.New(bytes.NewReader(text)).Lint()
 	if err != nil || len(problems) > 0 {
@@ -42,7 +42,7 @@ func Metrics(t testing.TB, text []byte) {
 	}
 }
 
-// repoRoot is two levels above this file (internal/promcheck).
+// repoRoot is two levels above this file (internal/metricslint).
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")

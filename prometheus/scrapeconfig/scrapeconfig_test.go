@@ -1,4 +1,4 @@
-package promcheck
+package scrapeconfig
 
 import (
 	"net/url"

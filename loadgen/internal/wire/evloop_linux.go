@@ -1,13 +1,12 @@
 //go:build linux
 
-package attack
+package wire
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -59,14 +58,12 @@ type evConn struct {
 	deadline time.Time
 	used     bool // carried a response: a failure before any byte may be a stale keep-alive
 	retried  bool
-	measured bool
 	ready    bool // in evLoop.ready: data left unread when its read budget ran out
 }
 
 type evLoop struct {
-	r        *run
-	req      *request
-	rec      *recorder
+	sink     Sink
+	req      *Request
 	epfd     int
 	family   int
 	sa       syscall.Sockaddr
@@ -93,7 +90,8 @@ func evSockaddr(addr string) (int, syscall.Sockaddr, error) {
 	return syscall.AF_INET6, sa, nil
 }
 
-const evLoopAvailable = true
+// EventLoopAvailable says whether this OS has the event loop.
+const EventLoopAvailable = true
 
 // cloneSockaddr gives each shard its own: syscall.Connect writes into the
 // Sockaddr it is given.
@@ -109,13 +107,19 @@ func cloneSockaddr(sa syscall.Sockaddr) syscall.Sockaddr {
 	return sa
 }
 
-// launchEvLoop starts the closed-loop shards.
-func (r *run) launchEvLoop(req *request) error {
+// EventLoop is the closed-loop engine: conns connections to one target
+// spread over shards, each an epoll set its own goroutine runs.
+type EventLoop struct {
+	loops []*evLoop
+}
+
+// NewEventLoop sets up the shards of conns connections to req; nothing is
+// dialled before Run.
+func NewEventLoop(req *Request, conns, shards int) (*EventLoop, error) {
 	family, sa, err := evSockaddr(req.addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	shards := min(runtime.GOMAXPROCS(0), r.maxWorkers)
 	loops := make([]*evLoop, shards)
 	for i := range loops {
 		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
@@ -123,27 +127,32 @@ func (r *run) launchEvLoop(req *request) error {
 			for _, l := range loops[:i] {
 				syscall.Close(l.epfd)
 			}
-			return fmt.Errorf("epoll: %w", err)
+			return nil, fmt.Errorf("epoll: %w", err)
 		}
-		loops[i] = &evLoop{r: r, req: req, rec: r.recs[i%len(r.recs)], epfd: epfd, family: family, sa: cloneSockaddr(sa)}
+		loops[i] = &evLoop{req: req, epfd: epfd, family: family, sa: cloneSockaddr(sa)}
 	}
-	for i := range r.maxWorkers {
+	for i := range conns {
 		l := loops[i%shards]
 		l.conns = append(l.conns, &evConn{fd: -1, buf: make([]byte, 4<<10), p: respParser{head: req.head, origin: req.origin, lim: req.lim}})
 	}
-	r.workers.Store(int64(r.maxWorkers))
-	r.begin()
-	for _, l := range loops {
-		r.wg.Add(1)
-		go func() { defer r.wg.Done(); l.run() }()
-	}
-	return nil
+	return &EventLoop{loops: loops}, nil
+}
+
+// Shards is how many shards there are: call Run once for each.
+func (e *EventLoop) Shards() int { return len(e.loops) }
+
+// Run runs shard i, reporting to sink, until sink says stop and every
+// request in flight has completed; it then closes the shard's sockets.
+func (e *EventLoop) Run(i int, sink Sink) {
+	l := e.loops[i]
+	l.sink = sink
+	l.run()
 }
 
 func (l *evLoop) run() {
 	defer syscall.Close(l.epfd)
 	events := make([]syscall.EpollEvent, 256)
-	now := l.r.a.now()
+	now := l.sink.Now()
 	for i, c := range l.conns {
 		if l.shouldStop(now) {
 			break
@@ -168,7 +177,7 @@ func (l *evLoop) run() {
 		}
 		l.readReady()
 		l.drainPending()
-		if now := l.r.a.now(); now.Sub(lastCheck) >= evCheck {
+		if now := l.sink.Now(); now.Sub(lastCheck) >= evCheck {
 			lastCheck = now
 			l.shouldStop(now)
 			for i, c := range l.conns {
@@ -184,7 +193,7 @@ func (l *evLoop) run() {
 }
 
 func (l *evLoop) shouldStop(now time.Time) bool {
-	if !l.stopping && (!now.Before(l.r.stop) || l.r.cancelled.Load() != 0) {
+	if !l.stopping && l.sink.Stop(now) {
 		l.stopping = true
 	}
 	return l.stopping
@@ -194,11 +203,10 @@ func (l *evLoop) shouldStop(now time.Time) bool {
 func (l *evLoop) send(i int, c *evConn, now time.Time) {
 	c.sent = now
 	c.deadline = now.Add(l.req.timeout)
-	c.measured = !now.Before(l.r.start)
 	c.retried = false
 	if c.state == evIdle {
 		l.busy++
-		l.rec.inFlight.Add(1)
+		l.sink.InFlight(1)
 	}
 	l.start(i, c, now)
 }
@@ -243,14 +251,14 @@ func (l *evLoop) handle(i int, c *evConn, events uint32) {
 			err = syscall.Errno(soerr)
 		}
 		if err != nil {
-			l.fail(i, c, fmt.Errorf("dial: %w", os.NewSyscallError("connect", err)), l.r.a.now())
+			l.fail(i, c, fmt.Errorf("dial: %w", os.NewSyscallError("connect", err)), l.sink.Now())
 			return
 		}
 		c.state = evWriting
-		l.write(i, c, l.r.a.now())
+		l.write(i, c, l.sink.Now())
 	case evWriting:
 		if events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
-			l.write(i, c, l.r.a.now())
+			l.write(i, c, l.sink.Now())
 		}
 	case evReading:
 		if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
@@ -301,7 +309,7 @@ func (l *evLoop) read(i int, c *evConn) {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case err != nil:
-			l.fail(i, c, os.NewSyscallError("read", err), l.r.a.now())
+			l.fail(i, c, os.NewSyscallError("read", err), l.sink.Now())
 			return
 		case n == 0:
 			done, perr := c.p.eof()
@@ -309,14 +317,14 @@ func (l *evLoop) read(i int, c *evConn) {
 				c.p.keep = false
 				l.complete(i, c)
 			} else {
-				l.fail(i, c, perr, l.r.a.now())
+				l.fail(i, c, perr, l.sink.Now())
 			}
 			return
 		}
 		c.have += n
 		used, done, perr := c.p.feed(c.buf[:c.have])
 		if perr != nil {
-			l.fail(i, c, perr, l.r.a.now())
+			l.fail(i, c, perr, l.sink.Now())
 			return
 		}
 		c.have = copy(c.buf, c.buf[used:c.have])
@@ -347,8 +355,8 @@ func (l *evLoop) readReady() {
 
 // complete records a response and sends the next request at once.
 func (l *evLoop) complete(i int, c *evConn) {
-	done := l.r.a.now()
-	l.rec.record(l.r.rm, done, done.Sub(c.sent), c.p.resp, nil, c.measured, nil, done.After(l.r.end()))
+	done := l.sink.Now()
+	l.sink.Done(c.sent, done, c.p.resp, nil)
 	if !c.p.keep || l.req.closeConn {
 		l.closeConn(c)
 	} else {
@@ -369,7 +377,7 @@ func (l *evLoop) fail(i int, c *evConn, err error, now time.Time) {
 		l.start(i, c, now)
 		return
 	}
-	l.rec.record(l.r.rm, now, now.Sub(c.sent), response{}, err, c.measured, nil, now.After(l.r.end()))
+	l.sink.Done(c.sent, now, Response{}, err)
 	// Not l.next: a failure that happens at once (a refused connect) would
 	// recurse once per request until the end of the run.
 	c.state = evQueued
@@ -385,7 +393,7 @@ func (l *evLoop) drainPending() {
 	}
 	todo := l.pending
 	l.pending = nil
-	now := l.r.a.now()
+	now := l.sink.Now()
 	for _, i := range todo {
 		l.next(i, l.conns[i], now)
 	}
@@ -395,19 +403,18 @@ func (l *evLoop) next(i int, c *evConn, now time.Time) {
 	if l.shouldStop(now) {
 		c.state = evIdle
 		l.busy--
-		l.rec.inFlight.Add(-1)
+		l.sink.InFlight(-1)
 		l.closeConn(c)
 		return
 	}
 	c.retried = false
 	c.sent = now
 	c.deadline = now.Add(l.req.timeout)
-	c.measured = !now.Before(l.r.start)
 	l.start(i, c, now)
 }
 
 func (l *evLoop) failAll(err error) {
-	now := l.r.a.now()
+	now := l.sink.Now()
 	l.stopping = true
 	for i, c := range l.conns {
 		if c.state != evIdle && c.state != evQueued {

@@ -1,0 +1,52 @@
+// Package cellid owns the identity of a benchmark cell: which proxy, origin,
+// scenario, tier and repeat it is, and its id. Every record of a cell (the
+// plan's, the manifest's, the cell series', the report's) embeds a Key, so
+// the identity is declared once and encodes the same JSON everywhere.
+package cellid
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Key is one proxy x origin x scenario x tier x repeat. Embedded in a struct
+// (without a tag), its fields are promoted both in Go and in encoding/json.
+type Key struct {
+	ID       string `json:"id"` // stable within a run, e.g. "nginx.fast.simple.quick.r1"
+	Proxy    string `json:"proxy"`
+	Origin   string `json:"origin"`
+	Scenario string `json:"scenario"`
+	Tier     string `json:"tier"`
+	Repeat   int    `json:"repeat"`
+}
+
+// New is the key of one cell, its ID formatted by Format.
+func New(proxy, origin, scenario, tier string, repeat int) Key {
+	return Key{ID: Format(proxy, origin, scenario, tier, repeat), Proxy: proxy, Origin: origin, Scenario: scenario, Tier: tier, Repeat: repeat}
+}
+
+// Format is the id of a cell: <proxy>.<origin>.<scenario>.<tier>.r<repeat>.
+func Format(proxy, origin, scenario, tier string, repeat int) string {
+	return fmt.Sprintf("%s.%s.%s.%s.r%d", proxy, origin, scenario, tier, repeat)
+}
+
+// GroupKey identifies the cell across repeats and runs:
+// <proxy>.<origin>.<scenario>.<tier>.
+func (k Key) GroupKey() string { return k.Proxy + "." + k.Origin + "." + k.Scenario + "." + k.Tier }
+
+// RepeatLabel is the repeat as the metric label value.
+func (k Key) RepeatLabel() string { return strconv.Itoa(k.Repeat) }
+
+// LabelValues are the values of the cell labels cell, proxy, origin,
+// scenario, tier and repeat, in that order.
+func (k Key) LabelValues() []string {
+	return []string{k.ID, k.Proxy, k.Origin, k.Scenario, k.Tier, k.RepeatLabel()}
+}
+
+// FromLabels reads a key back from the labels of a cell series (cell,
+// proxy, origin, scenario, tier, repeat); a repeat that is not a number
+// reads as 0.
+func FromLabels(l map[string]string) Key {
+	rep, _ := strconv.Atoi(l["repeat"])
+	return Key{ID: l["cell"], Proxy: l["proxy"], Origin: l["origin"], Scenario: l["scenario"], Tier: l["tier"], Repeat: rep}
+}

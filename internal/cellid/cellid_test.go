@@ -1,0 +1,52 @@
+package cellid
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// TestEmbeddedJSON: a struct embedding Key encodes exactly like one that
+// declares the fields itself, in the same place.
+func TestEmbeddedJSON(t *testing.T) {
+	t.Parallel()
+	type flat struct {
+		ID       string `json:"id"`
+		Proxy    string `json:"proxy"`
+		Origin   string `json:"origin"`
+		Scenario string `json:"scenario"`
+		Tier     string `json:"tier"`
+		Repeat   int    `json:"repeat"`
+		Status   string `json:"status"`
+	}
+	type embedded struct {
+		Key
+		Status string `json:"status"`
+	}
+	k := New("nginx", "fast", "simple", "quick", 2)
+	want, _ := json.Marshal(flat{k.ID, k.Proxy, k.Origin, k.Scenario, k.Tier, k.Repeat, "ok"})
+	got, _ := json.Marshal(embedded{k, "ok"})
+	if string(got) != string(want) {
+		t.Fatalf("embedded %s, flat %s", got, want)
+	}
+	var back embedded
+	if err := json.Unmarshal(want, &back); err != nil || back.Key != k {
+		t.Fatalf("decoded %+v, %v; want %+v", back, err, k)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	t.Parallel()
+	k := New("haproxy", "go", "auth", "medium", 3)
+	if k.ID != "haproxy.go.auth.medium.r3" || k.GroupKey() != "haproxy.go.auth.medium" || k.RepeatLabel() != "3" {
+		t.Fatalf("%+v: group %q repeat %q", k, k.GroupKey(), k.RepeatLabel())
+	}
+	names := []string{"cell", "proxy", "origin", "scenario", "tier", "repeat"}
+	l := map[string]string{}
+	for i, v := range k.LabelValues() {
+		l[names[i]] = v
+	}
+	if got := FromLabels(l); !reflect.DeepEqual(got, k) {
+		t.Fatalf("FromLabels(%v) = %+v, want %+v", l, got, k)
+	}
+}

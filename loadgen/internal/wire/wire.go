@@ -1,0 +1,89 @@
+// Package wire owns sending one HTTP/1.1 request and reading its whole
+// response, exactly and cheaply: the lean client (one net.Conn per worker,
+// keep-alive or a new connection per request), the closed-loop epoll event
+// loop on Linux, the net/http client (https, and the reference the others
+// are tested against), the two response parsers (in place from a
+// bufio.Reader for the lean client, incremental for the event loop; a fuzz
+// test holds them to the same answers), the limits on what one response
+// may cost, and the bounded reason of every failure. It reports status,
+// body bytes, whether X-Origin matched, and the error; package attack owns
+// when to send (pacing, windows) and the accounting.
+package wire
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Doer sends one request and reads the whole response. A Doer is one
+// worker's: it is not safe for concurrent use.
+type Doer interface {
+	// Do sends the request and reads the response until deadline.
+	Do(deadline time.Time) (Response, error)
+	// Close drops the connection, if any; the next Do opens a new one.
+	Close()
+}
+
+// Connector is a Doer that can connect ahead of its first request.
+type Connector interface {
+	// Connect dials unless connected.
+	Connect(deadline time.Time) error
+}
+
+// Response is what one request got back.
+type Response struct {
+	Code     int
+	Bytes    int64 // body bytes read
+	OriginOK bool  // X-Origin matched (or nothing was expected)
+}
+
+// Target is what to send, once per run.
+type Target struct {
+	URL               string
+	Method            string // default GET
+	Header            http.Header
+	Body              []byte
+	NewConnPerRequest bool
+	ExpectOrigin      string // "" = no check
+	Timeout           time.Duration
+	Limits            Limits
+}
+
+// Limits bound what the client reads of one response, so that a
+// misbehaving target costs a bounded time and memory and a clear reason
+// instead of the whole timeout spent reading (or parsing) at full speed.
+type Limits struct {
+	// Header bounds the response head: status line, header lines and the
+	// blank line, summed over any 1xx interim responses (as net/http
+	// does), and separately the trailers of a chunked body.
+	Header int
+	// Body bounds the body bytes: a Content-Length above it fails at once,
+	// a chunked or until-close body as soon as it goes beyond.
+	Body int64
+}
+
+// protocolError is a response the client could not parse.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "malformed response: " + e.msg }
+
+func errProto(format string, a ...any) error { return &protocolError{fmt.Sprintf(format, a...)} }
+
+// limitError is a response beyond one of the client's limits.
+type limitError struct {
+	reason Reason // ReasonHeaderTooLarge or ReasonBodyTooLarge
+	msg    string
+}
+
+func (e *limitError) Error() string { return e.msg }
+
+func errHeaderTooLarge(max int) error {
+	return &limitError{ReasonHeaderTooLarge, fmt.Sprintf("response head beyond %d bytes", max)}
+}
+
+var errLineTooLong = &limitError{ReasonHeaderTooLarge, "response head line longer than 16 KiB"}
+
+func errBodyTooLarge(max int64) error {
+	return &limitError{ReasonBodyTooLarge, fmt.Sprintf("response body beyond %d bytes", max)}
+}
