@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"proxybench/grafana/dashgen"
+	"proxybench/internal/metricdefs"
 )
 
 const dashDir = "../dashboards"
@@ -299,4 +300,86 @@ func FuzzSubstitute(f *testing.F) {
 			t.Fatalf("Substitute(%q) left its references in place", in)
 		}
 	})
+}
+
+// Every series a rule or a dashboard reads is a row of internal/metricdefs
+// (the table the loadgen and the exporter register from) or a series a rule
+// records: a rename in the table breaks this test, not a dashboard. The
+// dashboards themselves are generated from the table's names, and
+// TestCommittedDashboardsAreUpToDate keeps the committed JSON in step.
+func TestQueriesReadOnlyKnownSeries(t *testing.T) {
+	t.Parallel()
+	rules, err := RuleQueries(rulesGlob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, r := range rules {
+		if r.Expr != "" && !strings.ContainsAny(r.Expr, " ({") {
+			recorded[r.Expr] = true
+		}
+	}
+	files, err := LoadDir(dashDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type use struct {
+		q    Query
+		expr string
+	}
+	var uses []use
+	for _, r := range rules {
+		uses = append(uses, use{r, r.Expr})
+	}
+	for _, f := range files {
+		for _, q := range Queries(f) {
+			expr, err := Substitute(q.Expr, SampleValues(VariableNames(f.Dashboard)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			uses = append(uses, use{q, expr})
+		}
+	}
+	rows := map[*metricdefs.Def]bool{}
+	for _, u := range uses {
+		e, err := promql.ParseExpr(u.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", u.q, err)
+		}
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			name := vs.Name
+			if name == "" {
+				t.Errorf("%s: selector %s names no metric", u.q, vs)
+				return nil
+			}
+			if strings.Contains(name, ":") {
+				if !recorded[name] {
+					t.Errorf("%s reads %s, which no rule in prometheus/rules records", u.q, name)
+				}
+				return nil
+			}
+			d, ok := metricdefs.Lookup(name)
+			if !ok {
+				t.Errorf("%s reads %s, which is no row of internal/metricdefs", u.q, name)
+				return nil
+			}
+			if u.q.Kind == KindRule && d.Owner == metricdefs.Outside {
+				t.Errorf("%s reads %s, a series proxybench does not publish", u.q, name)
+			}
+			rows[d] = true
+			return nil
+		})
+	}
+	// The traffic rules and panels read the loadgen's series, the Go GC
+	// board the exporter's: a check that resolved nothing proves nothing.
+	for _, d := range []*metricdefs.Def{metricdefs.Requests, metricdefs.RequestErrors, metricdefs.RequestDuration,
+		metricdefs.OpenLoopLag, metricdefs.CellWindowStart, metricdefs.GCPause, metricdefs.ContainerCPUUsage} {
+		if !rows[d] {
+			t.Errorf("no rule or dashboard reads %s", d.Name)
+		}
+	}
 }
