@@ -112,69 +112,80 @@ func overWindow(agg, fn string, d *metricdefs.Def, gc bool) func(q *cellQuery) s
 func lgSel(q *cellQuery) string  { return q.lg }
 func svcSel(q *cellQuery) string { return q.svc }
 
-// latencyRows are the latency quantiles, count and sum, from the native
-// histogram or the classic buckets, whichever the run has (Kinds).
-func latencyRows() []cellRow {
-	native := func(q *cellQuery) string {
+// quantile is one reported quantile of a histogram: its name in the key,
+// the quantile and where its value goes.
+type quantile struct {
+	name, q string
+	f       func(a *cellAcc) *report.Num
+}
+
+// quantileRows are a row per quantile of the histogram hist gives for a
+// cell ("" = not asked).
+func quantileRows(prefix string, from vouch, hist func(q *cellQuery) string, qs ...quantile) []cellRow {
+	rows := make([]cellRow, 0, len(qs))
+	for _, x := range qs {
+		rows = append(rows, cellRow{prefix + x.name, from, func(q *cellQuery) string {
+			h := hist(q)
+			if h == "" {
+				return ""
+			}
+			return "histogram_quantile(" + x.q + ", " + h + ")"
+		}, into(x.f)})
+	}
+	return rows
+}
+
+// latencyHist is the latency histogram accumulated over the counting span:
+// native or classic, whichever the run has (Kinds).
+func latencyHist(q *cellQuery) string {
+	if q.kinds.LatencyNative {
 		return nativeHist(metricdefs.RequestDuration.Name, q.sel, q.traffic)
 	}
-	var rows []cellRow
-	for _, lq := range []struct {
-		name, q string
-		f       func(l *report.Latency) *report.Num
-	}{
-		{"p50", "0.5", func(l *report.Latency) *report.Num { return &l.P50 }},
-		{"p90", "0.9", func(l *report.Latency) *report.Num { return &l.P90 }},
-		{"p95", "0.95", func(l *report.Latency) *report.Num { return &l.P95 }},
-		{"p99", "0.99", func(l *report.Latency) *report.Num { return &l.P99 }},
-		{"p999", "0.999", func(l *report.Latency) *report.Num { return &l.P999 }},
-		{"max", "1", func(l *report.Latency) *report.Num { return &l.Max }},
-	} {
-		rows = append(rows, cellRow{"lat_" + lq.name, byLoadgen, func(q *cellQuery) string {
-			if q.kinds.LatencyNative {
-				return "histogram_quantile(" + lq.q + ", " + native(q) + ")"
-			}
-			return "histogram_quantile(" + lq.q + ", " + classicHist(metricdefs.RequestDuration.Name, q.sel, q.traffic) + ")"
-		}, into(func(a *cellAcc) *report.Num { return lq.f(&a.lat) })})
-	}
+	return classicHist(metricdefs.RequestDuration.Name, q.sel, q.traffic)
+}
+
+// latencyRows are the latency quantiles, count and sum.
+func latencyRows() []cellRow {
+	rows := quantileRows("lat_", byLoadgen, latencyHist,
+		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.lat.P50 }},
+		quantile{"p90", "0.9", func(a *cellAcc) *report.Num { return &a.lat.P90 }},
+		quantile{"p95", "0.95", func(a *cellAcc) *report.Num { return &a.lat.P95 }},
+		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.lat.P99 }},
+		quantile{"p999", "0.999", func(a *cellAcc) *report.Num { return &a.lat.P999 }},
+		quantile{"max", "1", func(a *cellAcc) *report.Num { return &a.lat.Max }})
 	return append(rows,
 		cellRow{"lat_count", byLoadgen, func(q *cellQuery) string {
 			if q.kinds.LatencyNative {
-				return "histogram_count(" + native(q) + ")"
+				return "histogram_count(" + latencyHist(q) + ")"
 			}
 			return counter(metricdefs.RequestDuration.Count(), q.sel, "", q.traffic)
 		}, into(func(a *cellAcc) *report.Num { return &a.latCount })},
 		cellRow{"lat_sum", byLoadgen, func(q *cellQuery) string {
 			if q.kinds.LatencyNative {
-				return "histogram_sum(" + native(q) + ")"
+				return "histogram_sum(" + latencyHist(q) + ")"
 			}
 			return counter(metricdefs.RequestDuration.Sum(), q.sel, "", q.traffic)
 		}, into(func(a *cellAcc) *report.Num { return &a.latSum })})
 }
 
-// pauseRows are the GC pause quantiles of a Go proxy, from the native
-// histogram or the classic buckets.
-func pauseRows() []cellRow {
-	var rows []cellRow
-	for _, pq := range []struct {
-		name, q string
-		f       func(g *report.GC) *report.Num
-	}{
-		{"p50", "0.5", func(g *report.GC) *report.Num { return &g.PauseP50 }},
-		{"p99", "0.99", func(g *report.GC) *report.Num { return &g.PauseP99 }},
-		{"max", "1", func(g *report.GC) *report.Num { return &g.PauseMax }},
-	} {
-		rows = append(rows, cellRow{"gcp_" + pq.name, byExporter, func(q *cellQuery) string {
-			switch {
-			case !q.isGo:
-				return ""
-			case q.kinds.PauseNative:
-				return "histogram_quantile(" + pq.q + ", " + fmt.Sprintf("sum(increase(%s%s[%s] anchored @ %s))", metricdefs.GCPause.Name, q.svc, q.exact.W, q.exact.E) + ")"
-			}
-			return "histogram_quantile(" + pq.q + ", " + fmt.Sprintf("sum by (le) (increase(%s%s[%s] anchored @ %s))", metricdefs.GCPause.Bucket(), q.svc, q.exact.W, q.exact.E) + ")"
-		}, into(func(a *cellAcc) *report.Num { return pq.f(a.cell.GC) })})
+// pauseHist is a Go proxy's GC pause histogram accumulated over the window,
+// native or classic; "" for other proxies.
+func pauseHist(q *cellQuery) string {
+	switch {
+	case !q.isGo:
+		return ""
+	case q.kinds.PauseNative:
+		return fmt.Sprintf("sum(increase(%s%s[%s] anchored @ %s))", metricdefs.GCPause.Name, q.svc, q.exact.W, q.exact.E)
 	}
-	return rows
+	return fmt.Sprintf("sum by (le) (increase(%s%s[%s] anchored @ %s))", metricdefs.GCPause.Bucket(), q.svc, q.exact.W, q.exact.E)
+}
+
+// pauseRows are the GC pause quantiles of a Go proxy.
+func pauseRows() []cellRow {
+	return quantileRows("gcp_", byExporter, pauseHist,
+		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.cell.GC.PauseP50 }},
+		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.cell.GC.PauseP99 }},
+		quantile{"max", "1", func(a *cellAcc) *report.Num { return &a.cell.GC.PauseMax }})
 }
 
 // cellRows are every number Cell asks Prometheus for, in query order.
