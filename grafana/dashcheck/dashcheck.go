@@ -2,8 +2,9 @@
 // Grafana dashboards (valid JSON, lossless in the Grafana schema types, the
 // provisioned datasource everywhere, unique panel ids, every PromQL
 // expression parsing) and the extraction of every expression — dashboard
-// targets, annotations, variables and recording rules — that the end-to-end
-// test sends to a live Prometheus.
+// targets, annotations, variables and recording rules — that its tests
+// resolve against internal/metricdefs and the recorded series, and that the
+// end-to-end test sends to a live Prometheus.
 package dashcheck
 
 import (

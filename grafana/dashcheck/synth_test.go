@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"proxybench/internal/metricdefs"
 	"proxybench/internal/promtest"
 )
 
@@ -160,51 +161,36 @@ func waitReady(t *testing.T, base string) {
 // dashboards read, until ctx ends: traffic for two proxies x two origins,
 // one closed-loop and one open-loop cell window, container and GC series.
 func synthesize(ctx context.Context, loadgen, exporter *prometheus.Registry) {
-	traffic := []string{"proxy", "origin", "scenario"}
-	cellL := []string{"run", "cell", "proxy", "origin", "scenario", "tier", "repeat"}
-	hist := func(name string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: name, Help: name, Buckets: []float64{0.0001, 0.001, 0.01, 0.1, 1},
-			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160,
-		}, traffic)
+	hist := func(d *metricdefs.Def) *prometheus.HistogramVec {
+		return d.NewHistogramVec(prometheus.HistogramOpts{Buckets: []float64{0.0001, 0.001, 0.01, 0.1, 1},
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160})
 	}
-	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_requests_total", Help: "x"}, append(traffic, "code"))
-	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_request_errors_total", Help: "x"}, append(traffic, "reason"))
-	dur := hist("proxybench_request_duration_seconds")
-	lag := hist("proxybench_open_loop_lag_seconds")
-	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_response_bytes_total", Help: "x"}, traffic)
-	inflight := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_requests_in_flight", Help: "x"}, traffic)
-	sched := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_open_loop_scheduled_total", Help: "x"}, traffic)
-	sent := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_open_loop_sent_total", Help: "x"}, traffic)
-	target := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_target_rate_requests_per_second", Help: "x"}, traffic)
-	wrong := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_wrong_origin_total", Help: "x"}, traffic)
-	cell := func(n string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: "x"}, cellL)
-	}
-	cStart, cEnd := cell("proxybench_cell_window_start_timestamp_seconds"), cell("proxybench_cell_window_end_timestamp_seconds")
-	cConc, cRate, cFailed := cell("proxybench_cell_concurrency"), cell("proxybench_cell_target_rate_requests_per_second"), cell("proxybench_cell_failed")
-	cpuLimit := prometheus.NewGauge(prometheus.GaugeOpts{Name: "proxybench_loadgen_cpu_limit_cores", Help: "x"})
+	reqs, errs := metricdefs.Requests.NewCounterVec(), metricdefs.RequestErrors.NewCounterVec()
+	dur, lag := hist(metricdefs.RequestDuration), hist(metricdefs.OpenLoopLag)
+	bytes, inflight := metricdefs.ResponseBytes.NewCounterVec(), metricdefs.RequestsInFlight.NewGaugeVec()
+	sched, sent := metricdefs.OpenLoopScheduled.NewCounterVec(), metricdefs.OpenLoopSent.NewCounterVec()
+	target, wrong := metricdefs.TargetRate.NewGaugeVec(), metricdefs.WrongOrigin.NewCounterVec()
+	cStart, cEnd := metricdefs.CellWindowStart.NewGaugeVec(), metricdefs.CellWindowEnd.NewGaugeVec()
+	cConc, cRate, cFailed := metricdefs.CellConcurrency.NewGaugeVec(), metricdefs.CellTargetRate.NewGaugeVec(), metricdefs.CellFailed.NewGaugeVec()
+	cpuLimit := metricdefs.LoadgenCPULimit.NewGaugeVec()
 	loadgen.MustRegister(reqs, errs, dur, lag, bytes, inflight, sched, sent, target, wrong, cStart, cEnd, cConc, cRate, cFailed, cpuLimit,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cpuLimit.Set(2)
+	cpuLimit.WithLabelValues().Set(2)
 
+	// cAdvisor's series with the two labels the dashboards select by.
 	svc := []string{"service", "name"}
-	cpu := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "container_cpu_usage_seconds_total", Help: "x"}, svc)
-	mem := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "container_memory_working_set_bytes", Help: "x"}, svc)
-	thrP := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "container_cpu_cfs_throttled_periods_total", Help: "x"}, svc)
-	per := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "container_cpu_cfs_periods_total", Help: "x"}, svc)
-	thrS := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "container_cpu_cfs_throttled_seconds_total", Help: "x"}, svc)
-	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_proxy_info", Help: "x"}, []string{"container", "service", "image", "image_id", "version"})
-	gcL := []string{"container", "service"}
-	cycles := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_gc_cycles_total", Help: "x"}, gcL)
-	forced := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_gc_forced_cycles_total", Help: "x"}, gcL)
-	pause := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "proxybench_gc_pause_seconds", Help: "x",
-		Buckets: []float64{1e-5, 1e-4, 1e-3, 1e-2}, NativeHistogramBucketFactor: 1.1}, gcL)
-	gcCPU := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_gc_cpu_seconds_total", Help: "x"}, gcL)
-	frac := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_gc_cpu_fraction", Help: "x"}, gcL)
-	live := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_gc_heap_live_bytes", Help: "x"}, gcL)
-	goal := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_gc_heap_goal_bytes", Help: "x"}, gcL)
-	perr := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_gctrace_parse_errors_total", Help: "x"}, gcL)
+	counter := func(d *metricdefs.Def) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: "x"}, svc)
+	}
+	cpu, thrP := counter(metricdefs.ContainerCPUUsage), counter(metricdefs.ContainerCFSThrottledPeriods)
+	per, thrS := counter(metricdefs.ContainerCFSPeriods), counter(metricdefs.ContainerCFSThrottledSeconds)
+	mem := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricdefs.ContainerMemoryWorkingSet.Name, Help: "x"}, svc)
+	info := metricdefs.ProxyInfo.NewGaugeVec()
+	cycles, forced := metricdefs.GCCycles.NewCounterVec(), metricdefs.GCForcedCycles.NewCounterVec()
+	pause := metricdefs.GCPause.NewHistogramVec(prometheus.HistogramOpts{Buckets: []float64{1e-5, 1e-4, 1e-3, 1e-2}, NativeHistogramBucketFactor: 1.1})
+	gcCPU, frac := metricdefs.GCCPU.NewCounterVec(), metricdefs.GCCPUFraction.NewGaugeVec()
+	live, goal := metricdefs.GCHeapLive.NewGaugeVec(), metricdefs.GCHeapGoal.NewGaugeVec()
+	perr := metricdefs.GCTraceParseErrors.NewCounterVec()
 	exporter.MustRegister(cpu, mem, thrP, per, thrS, info, cycles, forced, pause, gcCPU, frac, live, goal, perr)
 
 	proxies, origins := []string{"nginx", "caddy"}, []string{"go", "fast"}

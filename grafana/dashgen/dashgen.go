@@ -5,7 +5,7 @@
 //
 // Traffic panels read the recording rules of prometheus/rules (the series the
 // reporter reads too), so a dashboard and a report never compute a number two
-// ways.
+// ways; every other series is named by a row of internal/metricdefs.
 package dashgen
 
 import (
@@ -18,6 +18,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"proxybench/internal/metricdefs"
 )
 
 // DatasourceUID is the uid of the provisioned Prometheus datasource
@@ -192,9 +194,9 @@ func labelVar(name, label, metric, help string) *dashboard.QueryVariableBuilder 
 // trafficSel is the label filter every traffic query carries.
 const trafficSel = `proxy=~"$proxy", origin=~"$origin", scenario=~"$scenario"`
 
-const (
-	cellStart = "proxybench_cell_window_start_timestamp_seconds"
-	cellEnd   = "proxybench_cell_window_end_timestamp_seconds"
+var (
+	cellStart = metricdefs.CellWindowStart.Name
+	cellEnd   = metricdefs.CellWindowEnd.Name
 )
 
 // runVar selects runs by id. Traffic series carry no run label (runs are

@@ -5,6 +5,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+
+	"proxybench/internal/metricdefs"
 )
 
 // goGC shows the Go runtime's garbage collector inside each Go proxy, from
@@ -13,7 +15,7 @@ func goGC() *dashboard.DashboardBuilder {
 	d := newBoard("proxybench-go-gc", "proxybench / Go GC",
 		"Garbage collection in the Go proxies (Traefik, Caddy): stop-the-world pauses, cycles, heap and GC CPU, parsed from GODEBUG=gctrace=1.",
 		"gc")
-	d.b.WithVariable(labelVar("proxy", "service", "proxybench_gc_cycles_total", "Go proxy (compose service)."))
+	d.b.WithVariable(labelVar("proxy", "service", metricdefs.GCCycles.Name, "Go proxy (compose service)."))
 	d.b.WithVariable(runVar())
 	cellAnnotations(d.b, `{run=~"$run", proxy=~"$proxy"}`)
 	sel := `{service=~"$proxy"}`
@@ -21,26 +23,26 @@ func goGC() *dashboard.DashboardBuilder {
 
 	d.row("Pauses")
 	pq := func(q, name string) *prometheus.DataqueryBuilder {
-		return query(`histogram_quantile(`+q+`, sum by (service) (rate(proxybench_gc_pause_seconds`+sel+`[$__rate_interval])))`, legend+" "+name)
+		return query(`histogram_quantile(`+q+`, sum by (service) (rate(`+metricdefs.GCPause.Name+sel+`[$__rate_interval])))`, legend+" "+name)
 	}
 	d.add(graph("Stop-the-world pause quantiles", "Sweep termination + mark termination wall clock per cycle, from the native histogram.", "s", 12,
 		pq("0.5", "p50"), pq("0.99", "p99"), pq("1", "max")))
 	d.add(pauseHeatmap(sel))
 	d.add(graph("Pause time per second", "Seconds of stop-the-world pause per second of wall clock.", "s", 12,
-		query(`sum by (service) (histogram_sum(rate(proxybench_gc_pause_seconds`+sel+`[$__rate_interval])))`, legend)))
+		query(`sum by (service) (histogram_sum(rate(`+metricdefs.GCPause.Name+sel+`[$__rate_interval])))`, legend)))
 	d.add(graph("GC cycles per second", "All cycles, and the forced ones (runtime.GC or the 2 min periodic GC) apart.", "short", 12,
-		query(`sum by (service) (rate(proxybench_gc_cycles_total`+sel+`[$__rate_interval]))`, legend+" all"),
-		query(`sum by (service) (rate(proxybench_gc_forced_cycles_total`+sel+`[$__rate_interval]))`, legend+" forced")))
+		query(`sum by (service) (rate(`+metricdefs.GCCycles.Name+sel+`[$__rate_interval]))`, legend+" all"),
+		query(`sum by (service) (rate(`+metricdefs.GCForcedCycles.Name+sel+`[$__rate_interval]))`, legend+" forced")))
 
 	d.row("Heap and GC CPU")
 	d.add(graph("Heap", "Live heap after the last cycle and the goal of the next one.", "bytes", 12,
-		query(`max by (service) (proxybench_gc_heap_live_bytes`+sel+`)`, legend+" live"),
-		query(`max by (service) (proxybench_gc_heap_goal_bytes`+sel+`)`, legend+" goal")))
+		query(`max by (service) (`+metricdefs.GCHeapLive.Name+sel+`)`, legend+" live"),
+		query(`max by (service) (`+metricdefs.GCHeapGoal.Name+sel+`)`, legend+" goal")))
 	d.add(graph("GC CPU", "Cores spent in GC (all phases, from the cpu fields), and the runtime's cumulative GC CPU fraction.", "short", 12,
-		query(`sum by (service) (rate(proxybench_gc_cpu_seconds_total`+sel+`[$__rate_interval]))`, legend+" cores"),
-		query(`max by (service) (proxybench_gc_cpu_fraction`+sel+`)`, legend+" fraction")))
+		query(`sum by (service) (rate(`+metricdefs.GCCPU.Name+sel+`[$__rate_interval]))`, legend+" cores"),
+		query(`max by (service) (`+metricdefs.GCCPUFraction.Name+sel+`)`, legend+" fraction")))
 	d.add(graph("gctrace parse errors", "Lines that looked like gctrace but did not parse, per second: must stay 0.", "short", 24,
-		query(`sum by (service) (rate(proxybench_gctrace_parse_errors_total`+sel+`[$__rate_interval]))`, legend)))
+		query(`sum by (service) (rate(`+metricdefs.GCTraceParseErrors.Name+sel+`[$__rate_interval]))`, legend)))
 	return d.b
 }
 
@@ -49,7 +51,7 @@ func goGC() *dashboard.DashboardBuilder {
 func pauseHeatmap(sel string) *heatmap.PanelBuilder {
 	return heatmap.NewPanelBuilder().
 		Title("Stop-the-world pause histogram").
-		Description("Pauses per second by duration bucket (classic buckets of proxybench_gc_pause_seconds).").
+		Description("Pauses per second by duration bucket (classic buckets of " + metricdefs.GCPause.Name + ").").
 		Datasource(ds()).
 		Span(12).
 		Height(8).
@@ -64,7 +66,7 @@ func pauseHeatmap(sel string) *heatmap.PanelBuilder {
 		YAxis(heatmap.NewYAxisConfigBuilder().Unit("s").AxisPlacement(common.AxisPlacementLeft)).
 		Tooltip(heatmap.NewHeatmapTooltipBuilder().Mode(common.TooltipDisplayModeSingle).YHistogram(true)).
 		Targets(targets([]*prometheus.DataqueryBuilder{
-			query(`sum by (le) (rate(proxybench_gc_pause_seconds_bucket`+sel+`[$__rate_interval]))`, "{{le}}").
+			query(`sum by (le) (rate(`+metricdefs.GCPause.Bucket()+sel+`[$__rate_interval]))`, "{{le}}").
 				Format(prometheus.PromQueryFormatHeatmap),
 		}))
 }

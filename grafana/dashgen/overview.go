@@ -5,6 +5,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+
+	"proxybench/internal/metricdefs"
 )
 
 // Recorded series of prometheus/rules/traffic.rules.yml.
@@ -22,9 +24,9 @@ const (
 // traffic series carry no run label, runs are told apart by time.
 func trafficVars(b *dashboard.DashboardBuilder) {
 	b.WithVariable(runVar()).
-		WithVariable(labelVar("proxy", "proxy", "proxybench_requests_total", "Proxy under test.")).
-		WithVariable(labelVar("origin", "origin", "proxybench_requests_total", "Origin behind the proxy.")).
-		WithVariable(labelVar("scenario", "scenario", "proxybench_requests_total", "Scenario (route family)."))
+		WithVariable(labelVar("proxy", "proxy", metricdefs.Requests.Name, "Proxy under test.")).
+		WithVariable(labelVar("origin", "origin", metricdefs.Requests.Name, "Origin behind the proxy.")).
+		WithVariable(labelVar("scenario", "scenario", metricdefs.Requests.Name, "Scenario (route family)."))
 }
 
 func overview() *dashboard.DashboardBuilder {
@@ -54,11 +56,11 @@ func overview() *dashboard.DashboardBuilder {
 	d.add(stacked("Transport errors by reason", "Requests that got no HTTP status, per second, by reason.", "reqps", 8,
 		query(`sum by (proxy, reason) (`+recReason+sel+`)`, "{{proxy}} {{reason}}")))
 	d.add(graph("In flight", "Requests sent and not yet completed.", "short", 8,
-		query(`sum by (proxy, origin) (proxybench_requests_in_flight`+sel+`)`, "{{proxy}} → {{origin}}")))
+		query(`sum by (proxy, origin) (`+metricdefs.RequestsInFlight.Name+sel+`)`, "{{proxy}} → {{origin}}")))
 	d.add(graph("Mean latency", "Mean from the native histogram (5 s window).", "s", 12,
 		query(recMean+sel, legend)))
 	d.add(graph("Wrong origin", "Responses whose X-Origin was not the expected origin, per second: must stay 0.", "reqps", 12,
-		query(`sum by (proxy, origin) (rate(proxybench_wrong_origin_total`+sel+`[$__rate_interval]))`, "{{proxy}} → {{origin}}")))
+		query(`sum by (proxy, origin) (rate(`+metricdefs.WrongOrigin.Name+sel+`[$__rate_interval]))`, "{{proxy}} → {{origin}}")))
 
 	d.row("Cells")
 	d.add(cellsTable())
@@ -85,9 +87,9 @@ func cellsTable() *table.PanelBuilder {
 		Targets(targets([]*prometheus.DataqueryBuilder{
 			inst(cellStart + sel + " * 1000"),
 			inst(cellEnd + sel + " * 1000"),
-			inst("proxybench_cell_concurrency" + sel),
-			inst("proxybench_cell_target_rate_requests_per_second" + sel),
-			inst("proxybench_cell_failed" + sel),
+			inst(metricdefs.CellConcurrency.Name + sel),
+			inst(metricdefs.CellTargetRate.Name + sel),
+			inst(metricdefs.CellFailed.Name + sel),
 		})).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{

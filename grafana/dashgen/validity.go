@@ -2,6 +2,8 @@ package dashgen
 
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"proxybench/internal/metricdefs"
 )
 
 // Recorded series of prometheus/rules/validity.rules.yml.
@@ -24,14 +26,14 @@ func validity() *dashboard.DashboardBuilder {
 
 	d.row("Load generator")
 	d.add(graph("Loadgen CPU", "Cores the loadgen process uses, and the cores it may use. Near the limit, latency includes the loadgen's own queueing.", "short", 12,
-		query(`rate(process_cpu_seconds_total{job="loadgen"}[$__rate_interval])`, "used"),
-		query(`proxybench_loadgen_cpu_limit_cores{job="loadgen"}`, "limit")))
+		query(`rate(`+metricdefs.ProcessCPU.Name+`{job="loadgen"}[$__rate_interval])`, "used"),
+		query(metricdefs.LoadgenCPULimit.Name+`{job="loadgen"}`, "limit")))
 	d.add(graph("Loadgen CPU utilisation", "Used cores / allowed cores.", "percentunit", 12,
-		query(`rate(process_cpu_seconds_total{job="loadgen"}[$__rate_interval]) / proxybench_loadgen_cpu_limit_cores{job="loadgen"}`, "utilisation")))
+		query(`rate(`+metricdefs.ProcessCPU.Name+`{job="loadgen"}[$__rate_interval]) / `+metricdefs.LoadgenCPULimit.Name+`{job="loadgen"}`, "utilisation")))
 
 	d.row("Open loop")
 	d.add(graph("Achieved vs offered rate", "Offered (target) rate, requests actually sent, and responses per second. Closed-loop cells offer 0.", "reqps", 12,
-		query(`sum by (proxy, origin, scenario) (proxybench_target_rate_requests_per_second`+sel+`)`, legend+" offered"),
+		query(`sum by (proxy, origin, scenario) (`+metricdefs.TargetRate.Name+sel+`)`, legend+" offered"),
 		query(recSent+sel, legend+" sent"),
 		query(recRPS+sel, legend+" responses")))
 	d.add(graph("Schedule backlog", "Requests due but not yet sent, per second (scheduled - sent, 5 s window): above 0 the loadgen falls behind.", "reqps", 12,
@@ -41,8 +43,8 @@ func validity() *dashboard.DashboardBuilder {
 
 	d.row("Data")
 	d.add(graph("Scrape targets up", "1 when the last scrape of the job succeeded.", "short", 12,
-		query(`up`, "{{job}}")))
+		query(metricdefs.Up.Name, "{{job}}")))
 	d.add(graph("Scrape duration", "Seconds per scrape; must stay well under the 1 s interval.", "s", 12,
-		query(`scrape_duration_seconds`, "{{job}}")))
+		query(metricdefs.ScrapeDuration.Name, "{{job}}")))
 	return d.b
 }

@@ -1,5 +1,5 @@
 // Package gcmetrics owns turning a Go program's gctrace lines into
-// Prometheus series, one set per container: cycles counted by cycle number
+// Prometheus series (rows of internal/metricdefs), one set per container: cycles counted by cycle number
 // so a torn or repeated line never miscounts, the stop-the-world pause
 // histogram, mark and GC CPU time, and the heap of the last cycle.
 package gcmetrics
@@ -11,22 +11,52 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/exporter/internal/gctrace"
+	"proxybench/internal/metricdefs"
 )
-
-// Labels every series carries.
-var labels = []string{"container", "service"}
 
 // PauseBuckets are the classic buckets of the pause histogram, from 10 µs
 // (a quiet Go program) to 100 ms (a badly overloaded one); the native
 // histogram beside them has no fixed range.
 var PauseBuckets = []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1}
 
+// cycleRows are the series every fully parsed cycle adds to (a counter) or
+// sets (a gauge), a row each with its value in the cycle. Cycle counts,
+// forced cycles, parse errors, the pause and the time of the last line
+// follow rules of their own (Line).
+var cycleRows = []struct {
+	def *metricdefs.Def
+	get func(c *gctrace.Cycle) float64
+}{
+	{metricdefs.GCConcurrentMark, func(c *gctrace.Cycle) float64 { return c.Mark.Seconds() }},
+	{metricdefs.GCCPU, func(c *gctrace.Cycle) float64 { return c.CPU().Seconds() }},
+	{metricdefs.GCCPUFraction, func(c *gctrace.Cycle) float64 { return float64(c.CPUPercent) / 100 }},
+	{metricdefs.GCHeapStart, func(c *gctrace.Cycle) float64 { return float64(c.HeapStart) }},
+	{metricdefs.GCHeapEnd, func(c *gctrace.Cycle) float64 { return float64(c.HeapEnd) }},
+	{metricdefs.GCHeapLive, func(c *gctrace.Cycle) float64 { return float64(c.HeapLive) }},
+	{metricdefs.GCHeapGoal, func(c *gctrace.Cycle) float64 { return float64(c.HeapGoal) }},
+	{metricdefs.GCGOMAXPROCS, func(c *gctrace.Cycle) float64 { return float64(c.Procs) }},
+}
+
+// cycleVec is one cycle row's vector: bind gives a source's series, as the
+// Add of a counter or the Set of a gauge.
+type cycleVec struct {
+	get  func(c *gctrace.Cycle) float64
+	bind func(lv ...string) func(float64)
+}
+
+// cycleSeries is one cycle row's series of one source.
+type cycleSeries struct {
+	get func(c *gctrace.Cycle) float64
+	set func(float64)
+}
+
 // Metrics holds the series of every source.
 type Metrics struct {
-	cycles, forced, mark, cpu, parseErrors       *prometheus.CounterVec
-	pause                                        *prometheus.HistogramVec
-	fraction, heapStart, heapEnd, heapLive, goal *prometheus.GaugeVec
-	procs, last                                  *prometheus.GaugeVec
+	cycles, forced, parseErrors *prometheus.CounterVec
+	pause                       *prometheus.HistogramVec
+	last                        *prometheus.GaugeVec
+	perCycle                    []cycleVec              // cycleRows' vectors
+	all                         []*prometheus.MetricVec // every vector, for Delete
 
 	// refs counts the live sources per label set: compose recreates a
 	// container (new id, same name) before removing the old one, and the
@@ -37,40 +67,43 @@ type Metrics struct {
 
 // New registers the gctrace series with reg.
 func New(reg prometheus.Registerer) *Metrics {
-	counter := func(name, help string) *prometheus.CounterVec {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	m := &Metrics{refs: map[[2]string]int{}}
+	counter := func(d *metricdefs.Def) *prometheus.CounterVec {
+		v := d.NewCounterVec()
 		reg.MustRegister(v)
+		m.all = append(m.all, v.MetricVec)
 		return v
 	}
-	gauge := func(name, help string) *prometheus.GaugeVec {
-		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	gauge := func(d *metricdefs.Def) *prometheus.GaugeVec {
+		v := d.NewGaugeVec()
 		reg.MustRegister(v)
+		m.all = append(m.all, v.MetricVec)
 		return v
 	}
-	m := &Metrics{
-		cycles:      counter("proxybench_gc_cycles_total", "GC cycles completed, counted by the runtime's cycle number (a torn gctrace line still counts)."),
-		forced:      counter("proxybench_gc_forced_cycles_total", "GC cycles forced by runtime.GC or debug.FreeOSMemory (marked (forced)) or by the 2-minute periodic GC (after a 'GC forced' line)."),
-		mark:        counter("proxybench_gc_concurrent_mark_seconds_total", "Wall-clock time spent in concurrent mark and scan."),
-		cpu:         counter("proxybench_gc_cpu_seconds_total", "CPU time of all GC phases: sweep termination, assist, background and idle mark, mark termination."),
-		parseErrors: counter("proxybench_gctrace_parse_errors_total", "gc lines whose cycle number was read but whose details were torn or unrecognised."),
-		fraction:    gauge("proxybench_gc_cpu_fraction", "The runtime's GC share of available CPU since the process started, as of the last cycle (gctrace P%/100)."),
-		heapStart:   gauge("proxybench_gc_heap_start_bytes", "Heap size at the start of the last GC cycle."),
-		heapEnd:     gauge("proxybench_gc_heap_end_bytes", "Heap size at the end of the last GC cycle."),
-		heapLive:    gauge("proxybench_gc_heap_live_bytes", "Live heap marked by the last GC cycle."),
-		goal:        gauge("proxybench_gc_heap_goal_bytes", "Heap goal of the last GC cycle."),
-		procs:       gauge("proxybench_gc_gomaxprocs", "GOMAXPROCS as reported by the last GC cycle."),
-		last:        gauge("proxybench_gc_last_cycle_timestamp_seconds", "When the last GC cycle's line was logged, Unix time."),
-		refs:        map[[2]string]int{},
+	m.cycles = counter(metricdefs.GCCycles)
+	m.forced = counter(metricdefs.GCForcedCycles)
+	m.parseErrors = counter(metricdefs.GCTraceParseErrors)
+	m.last = gauge(metricdefs.GCLastCycle)
+	for _, r := range cycleRows {
+		switch r.def.Type {
+		case metricdefs.Counter:
+			v := counter(r.def)
+			m.perCycle = append(m.perCycle, cycleVec{r.get, func(lv ...string) func(float64) { return v.WithLabelValues(lv...).Add }})
+		case metricdefs.Gauge:
+			v := gauge(r.def)
+			m.perCycle = append(m.perCycle, cycleVec{r.get, func(lv ...string) func(float64) { return v.WithLabelValues(lv...).Set }})
+		default:
+			panic("gcmetrics: a cycle row must be a counter or a gauge: " + r.def.Name)
+		}
 	}
-	m.pause = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:                            "proxybench_gc_pause_seconds",
-		Help:                            "Stop-the-world time of each GC cycle: sweep termination plus mark termination, wall clock.",
+	m.pause = metricdefs.GCPause.NewHistogramVec(prometheus.HistogramOpts{
 		Buckets:                         PauseBuckets,
 		NativeHistogramBucketFactor:     1.1,
 		NativeHistogramMaxBucketNumber:  160,
 		NativeHistogramMinResetDuration: time.Hour,
-	}, labels)
+	})
 	reg.MustRegister(m.pause)
+	m.all = append(m.all, m.pause.MetricVec)
 	return m
 }
 
@@ -81,10 +114,10 @@ type Source struct {
 	lv         []string
 	cycles     prometheus.Counter
 	forced     prometheus.Counter
-	mark, cpu  prometheus.Counter
 	parseErrs  prometheus.Counter
 	pause      prometheus.Observer
-	gauges     [7]prometheus.Gauge
+	last       prometheus.Gauge
+	perCycle   []cycleSeries
 	lastN      uint64
 	nextForced bool
 	restarted  bool // a new process is known to follow
@@ -102,13 +135,12 @@ func (m *Metrics) Source(container, service string) *Source {
 		m: m, lv: lv,
 		cycles:    m.cycles.WithLabelValues(lv...),
 		forced:    m.forced.WithLabelValues(lv...),
-		mark:      m.mark.WithLabelValues(lv...),
-		cpu:       m.cpu.WithLabelValues(lv...),
 		parseErrs: m.parseErrors.WithLabelValues(lv...),
 		pause:     m.pause.WithLabelValues(lv...),
+		last:      m.last.WithLabelValues(lv...),
 	}
-	for i, g := range []*prometheus.GaugeVec{m.fraction, m.heapStart, m.heapEnd, m.heapLive, m.goal, m.procs, m.last} {
-		s.gauges[i] = g.WithLabelValues(lv...)
+	for _, v := range m.perCycle {
+		s.perCycle = append(s.perCycle, cycleSeries{v.get, v.bind(lv...)})
 	}
 	return s
 }
@@ -123,9 +155,7 @@ func (s *Source) Delete() {
 		return
 	}
 	delete(m.refs, key)
-	for _, v := range []*prometheus.MetricVec{s.m.cycles.MetricVec, s.m.forced.MetricVec, s.m.mark.MetricVec, s.m.cpu.MetricVec,
-		s.m.parseErrors.MetricVec, s.m.pause.MetricVec, s.m.fraction.MetricVec, s.m.heapStart.MetricVec, s.m.heapEnd.MetricVec,
-		s.m.heapLive.MetricVec, s.m.goal.MetricVec, s.m.procs.MetricVec, s.m.last.MetricVec} {
+	for _, v := range m.all {
 		v.DeleteLabelValues(s.lv...)
 	}
 }
@@ -174,17 +204,12 @@ func (s *Source) Line(ts time.Time, line []byte) {
 		s.forced.Inc()
 	}
 	s.nextForced = false
-	s.gauges[6].Set(float64(ts.UnixNano()) / 1e9)
+	s.last.Set(float64(ts.UnixNano()) / 1e9)
 	if err != nil {
 		return
 	}
 	s.pause.Observe(c.Pause().Seconds())
-	s.mark.Add(c.Mark.Seconds())
-	s.cpu.Add(c.CPU().Seconds())
-	s.gauges[0].Set(float64(c.CPUPercent) / 100)
-	s.gauges[1].Set(float64(c.HeapStart))
-	s.gauges[2].Set(float64(c.HeapEnd))
-	s.gauges[3].Set(float64(c.HeapLive))
-	s.gauges[4].Set(float64(c.HeapGoal))
-	s.gauges[5].Set(float64(c.Procs))
+	for _, p := range s.perCycle {
+		p.set(p.get(c))
+	}
 }

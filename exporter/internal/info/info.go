@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/internal/dockerx"
+	"proxybench/internal/metricdefs"
 )
 
 // Unknown is the version label of a proxy whose image declares none.
@@ -50,8 +51,7 @@ func New(engine Engine, project string, log *slog.Logger) *Collector {
 		engine: engine,
 		labels: []string{dockerx.LabelProject + "=" + project, dockerx.LabelRole + "=proxy"},
 		log:    log,
-		desc: prometheus.NewDesc("proxybench_proxy_info", "A proxy container of the stack: its image, image id and the version its image declares (org.opencontainers.image.version; unknown when none).",
-			[]string{"container", "service", "image", "image_id", "version"}, nil),
+		desc:   metricdefs.ProxyInfo.NewDesc(nil),
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/internal/metricdefs"
 )
 
 // Collector scrapes stub_status at every Prometheus scrape.
@@ -28,19 +30,19 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // New makes the collector for the stub_status page at url.
 func New(url string, client *http.Client, timeout time.Duration, log *slog.Logger) *Collector {
-	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	collector := prometheus.Labels{"collector": "nginx"}
 	return &Collector{
 		url: url, client: client, timeout: timeout, log: log,
-		up:             d("nginx_up", "Whether the last scrape of nginx stub_status succeeded."),
-		accepted:       d("nginx_connections_accepted", "Accepted client connections."),
-		handled:        d("nginx_connections_handled", "Handled client connections."),
-		requests:       d("nginx_http_requests_total", "Total http requests."),
-		active:         d("nginx_connections_active", "Active client connections."),
-		reading:        d("nginx_connections_reading", "Connections where NGINX is reading the request header."),
-		writing:        d("nginx_connections_writing", "Connections where NGINX is writing the response back to the client."),
-		waiting:        d("nginx_connections_waiting", "Idle client connections."),
-		scrapeSuccess:  prometheus.NewDesc("proxybench_exporter_scrape_collector_success", "Whether a collector succeeded.", nil, prometheus.Labels{"collector": "nginx"}),
-		scrapeDuration: prometheus.NewDesc("proxybench_exporter_scrape_collector_duration_seconds", "How long a collector took.", nil, prometheus.Labels{"collector": "nginx"}),
+		up:             metricdefs.NginxUp.NewDesc(nil),
+		accepted:       metricdefs.NginxAccepted.NewDesc(nil),
+		handled:        metricdefs.NginxHandled.NewDesc(nil),
+		requests:       metricdefs.NginxRequests.NewDesc(nil),
+		active:         metricdefs.NginxActive.NewDesc(nil),
+		reading:        metricdefs.NginxReading.NewDesc(nil),
+		writing:        metricdefs.NginxWriting.NewDesc(nil),
+		waiting:        metricdefs.NginxWaiting.NewDesc(nil),
+		scrapeSuccess:  metricdefs.ScrapeCollectorSuccess.NewDesc(collector),
+		scrapeDuration: metricdefs.ScrapeCollectorDuration.NewDesc(collector),
 	}
 }
 

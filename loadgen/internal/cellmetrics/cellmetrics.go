@@ -1,7 +1,7 @@
-// Package cellmetrics owns the cell window series of docs/design-notes.md:
-// when each cell was measured, at what load, and whether it failed. They make
-// Prometheus the single source of truth for a run: the reporter finds every
-// cell's window from these series alone.
+// Package cellmetrics owns publishing the cell window series (rows of
+// internal/metricdefs): when each cell was measured, at what load, and
+// whether it failed. They make Prometheus the single source of truth for a
+// run: the reporter finds every cell's window from these series alone.
 package cellmetrics
 
 import (
@@ -10,10 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/metricdefs"
 )
 
 // LabelNames are the labels of every cell series; all are bounded by the plan.
-var LabelNames = []string{"run", "cell", "proxy", "origin", "scenario", "tier", "repeat"}
+var LabelNames = metricdefs.CellLabels
 
 // Cell names one cell's series.
 type Cell struct {
@@ -31,28 +32,20 @@ type Metrics struct {
 
 // New registers the cell series on reg.
 func New(reg prometheus.Registerer) *Metrics {
-	g := func(name, help string) *prometheus.GaugeVec {
-		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, LabelNames)
+	g := func(d *metricdefs.Def) *prometheus.GaugeVec {
+		v := d.NewGaugeVec()
 		reg.MustRegister(v)
 		return v
 	}
 	return &Metrics{
-		start: g("proxybench_cell_window_start_timestamp_seconds",
-			"Unix time when the cell's measured traffic began (after warm-up). Set to the planned start when the cell begins and to the exact start when it ends."),
-		end: g("proxybench_cell_window_end_timestamp_seconds",
-			"Unix time of the cell's planned window end (start + duration), or when it was interrupted; present once the cell has ended. Requests completing after it are late."),
-		concurrency: g("proxybench_cell_concurrency",
-			"Connections (closed loop) or max in-flight requests (open loop) of the cell; peak target for concurrency stages."),
-		rate: g("proxybench_cell_target_rate_requests_per_second",
-			"Offered rate of the cell in open loop (the schedule's average over the window for rate stages); 0 = closed loop."),
-		failed: g("proxybench_cell_failed",
-			"1 when the cell failed, was aborted or skipped; 0 when it ran its full window."),
-		drainEnd: g("proxybench_cell_drain_end_timestamp_seconds",
-			"Unix time when the cell's last late request (in flight at the window end) completed; the window end when none was late. Present once the cell has ended."),
-		proxyCPU: g("proxybench_cell_proxy_cpu_seconds",
-			"CPU time the proxy container used over the cell's window: its cgroup CPU usage read at the window's two edges, end minus start. Absent when the cgroup could not be read."),
-		loadgenCPU: g("proxybench_cell_loadgen_cpu_seconds",
-			"CPU time (user + system) the loadgen process used over the cell's window, read at the window's two edges, end minus start."),
+		start:       g(metricdefs.CellWindowStart),
+		end:         g(metricdefs.CellWindowEnd),
+		concurrency: g(metricdefs.CellConcurrency),
+		rate:        g(metricdefs.CellTargetRate),
+		failed:      g(metricdefs.CellFailed),
+		drainEnd:    g(metricdefs.CellDrainEnd),
+		proxyCPU:    g(metricdefs.CellProxyCPU),
+		loadgenCPU:  g(metricdefs.CellLoadgenCPU),
 	}
 }
 

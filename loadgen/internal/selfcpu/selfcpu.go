@@ -23,6 +23,7 @@ import (
 
 	"proxybench/internal/cgroup"
 	"proxybench/internal/manifest"
+	"proxybench/internal/metricdefs"
 )
 
 // Capacity sources.
@@ -67,18 +68,12 @@ func New(log *slog.Logger) *Collector {
 	if _, err := c.readPressure(); err == nil {
 		c.hasPSI = true
 	}
-	c.limit = prometheus.NewDesc("proxybench_loadgen_cpu_limit_cores",
-		"CPU cores the loadgen can really get: the smallest of its cgroup CPU quota, the CPUs in its affinity mask (which reflects the cpuset) and GOMAXPROCS.", nil, nil)
-	c.periods = prometheus.NewDesc("proxybench_loadgen_cpu_periods_total",
-		"CFS enforcement periods of the loadgen's cgroup with runnable tasks (cpu.stat nr_periods); 0 without a quota.", nil, nil)
-	c.thrPer = prometheus.NewDesc("proxybench_loadgen_cpu_throttled_periods_total",
-		"Periods in which the loadgen's cgroup ran out of CPU quota (cpu.stat nr_throttled); 0 without a quota.", nil, nil)
-	c.thrSec = prometheus.NewDesc("proxybench_loadgen_cpu_throttled_seconds_total",
-		"Time the loadgen's cgroup was throttled for lack of CPU quota (cpu.stat throttled_time or throttled_usec); 0 without a quota.", nil, nil)
-	c.runDelay = prometheus.NewDesc("proxybench_loadgen_run_delay_seconds_total",
-		"Time the loadgen's threads were runnable but waiting for a CPU, summed over threads (/proc/self/task/*/schedstat). A thread's delay after its last reading before it exited is lost.", nil, nil)
-	c.pressure = prometheus.NewDesc("proxybench_loadgen_cpu_pressure_seconds_total",
-		"CPU pressure (PSI some total): time at least one task was runnable but waiting for a CPU; scope=cgroup is the loadgen's own cgroup v2 group, scope=host the whole host's /proc/pressure/cpu (when the loadgen runs in the root group).", []string{"scope"}, nil)
+	c.limit = metricdefs.LoadgenCPULimit.NewDesc(nil)
+	c.periods = metricdefs.LoadgenCPUPeriods.NewDesc(nil)
+	c.thrPer = metricdefs.LoadgenCPUThrottledPeriods.NewDesc(nil)
+	c.thrSec = metricdefs.LoadgenCPUThrottledSeconds.NewDesc(nil)
+	c.runDelay = metricdefs.LoadgenRunDelay.NewDesc(nil)
+	c.pressure = metricdefs.LoadgenCPUPressure.NewDesc(nil)
 	return c
 }
 

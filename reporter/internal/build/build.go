@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/metricdefs"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/promapi"
@@ -459,13 +460,14 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 			}
 			return v
 		}
-		for _, s := range q(fmt.Sprintf("last_over_time(proxybench_proxy_info[%s] @ %s)", rng, at)) {
+		for _, s := range q(fmt.Sprintf("last_over_time(%s[%s] @ %s)", metricdefs.ProxyInfo.Name, rng, at)) {
 			info[s.Labels["service"]] = s.Labels
 		}
-		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(container_spec_cpu_quota[%[1]s] @ %[2]s)) / max by (service) (last_over_time(container_spec_cpu_period[%[1]s] @ %[2]s))", rng, at)) {
+		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(%[3]s[%[1]s] @ %[2]s)) / max by (service) (last_over_time(%[4]s[%[1]s] @ %[2]s))", rng, at,
+			metricdefs.ContainerSpecCPUQuota.Name, metricdefs.ContainerSpecCPUPeriod.Name)) {
 			cpu[s.Labels["service"]] = s.Value
 		}
-		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(container_spec_memory_limit_bytes[%s] @ %s))", rng, at)) {
+		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(%s[%s] @ %s))", metricdefs.ContainerSpecMemoryLimit.Name, rng, at)) {
 			mem[s.Labels["service"]] = s.Value
 		}
 		env.Host["prometheus"] = r.Sources.PrometheusVersion

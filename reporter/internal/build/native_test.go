@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"proxybench/internal/metricdefs"
 	"proxybench/internal/promtest"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
@@ -33,14 +34,10 @@ func TestNativeHistogramScraped(t *testing.T) {
 	}
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	labels := []string{"proxy", "origin", "scenario"}
-	cellLabels := []string{"run", "cell", "proxy", "origin", "scenario", "tier", "repeat"}
-	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_requests_total", Help: "h"}, append(labels, "code"))
-	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "proxybench_request_errors_total", Help: "h"}, append(labels, "reason"))
-	lat := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "proxybench_request_duration_seconds", Help: "h",
-		Buckets: prometheus.DefBuckets, NativeHistogramBucketFactor: 1.1, NativeHistogramZeroThreshold: 1e-6}, labels)
-	start := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_cell_window_start_timestamp_seconds", Help: "h"}, cellLabels)
-	end := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "proxybench_cell_window_end_timestamp_seconds", Help: "h"}, cellLabels)
+	reqs, errs := metricdefs.Requests.NewCounterVec(), metricdefs.RequestErrors.NewCounterVec()
+	lat := metricdefs.RequestDuration.NewHistogramVec(prometheus.HistogramOpts{
+		Buckets: prometheus.DefBuckets, NativeHistogramBucketFactor: 1.1, NativeHistogramZeroThreshold: 1e-6})
+	start, end := metricdefs.CellWindowStart.NewGaugeVec(), metricdefs.CellWindowEnd.NewGaugeVec()
 	reg.MustRegister(reqs, errs, lat, start, end)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/metricdefs"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
@@ -52,9 +53,9 @@ const (
 // scrape writes up == 0 and no sample of them): the loadgen's capacity
 // gauge, which every loadgen process exports unlabelled whatever its job is
 // called, and the cAdvisor CPU counter of the proxy's containers.
-const (
-	loadgenScrapeSeries  = `proxybench_loadgen_cpu_limit_cores`
-	exporterScrapeSeries = `container_cpu_usage_seconds_total{job="exporter",cpu=~"total|",service=~%s}`
+var (
+	loadgenScrapeSeries  = metricdefs.LoadgenCPULimit.Name
+	exporterScrapeSeries = metricdefs.ContainerCPUUsage.Name + `{job="exporter",cpu=~"total|",service=~%s}`
 )
 
 // ScrapeLog is when Prometheus successfully scraped one target: the sorted,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/metricdefs"
 	"proxybench/reporter/internal/promapi"
 )
 
@@ -56,23 +57,23 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		}
 		return m, nil
 	}
-	starts, err := get("proxybench_cell_window_start_timestamp_seconds")
+	starts, err := get(metricdefs.CellWindowStart.Name)
 	if err != nil {
 		return nil, fmt.Errorf("discover cells: %w", err)
 	}
 	if len(starts) == 0 {
-		return nil, fmt.Errorf("run %q: no proxybench_cell_window_start_timestamp_seconds series in Prometheus (is the run id right, and still in retention?)", run)
+		return nil, fmt.Errorf("run %q: no %s series in Prometheus (is the run id right, and still in retention?)", run, metricdefs.CellWindowStart.Name)
 	}
 	var ends, conc, rate, failed, drain, proxyCPU, lgCPU map[string]promapi.Sample
 	for _, q := range []struct {
-		metric string
+		metric *metricdefs.Def
 		dst    *map[string]promapi.Sample
-	}{{"proxybench_cell_window_end_timestamp_seconds", &ends}, {"proxybench_cell_concurrency", &conc},
-		{"proxybench_cell_target_rate_requests_per_second", &rate}, {"proxybench_cell_failed", &failed},
+	}{{metricdefs.CellWindowEnd, &ends}, {metricdefs.CellConcurrency, &conc},
+		{metricdefs.CellTargetRate, &rate}, {metricdefs.CellFailed, &failed},
 		// Published by newer loadgens only: absent is not an error.
-		{"proxybench_cell_drain_end_timestamp_seconds", &drain}, {"proxybench_cell_proxy_cpu_seconds", &proxyCPU},
-		{"proxybench_cell_loadgen_cpu_seconds", &lgCPU}} {
-		if *q.dst, err = get(q.metric); err != nil {
+		{metricdefs.CellDrainEnd, &drain}, {metricdefs.CellProxyCPU, &proxyCPU},
+		{metricdefs.CellLoadgenCPU, &lgCPU}} {
+		if *q.dst, err = get(q.metric.Name); err != nil {
 			return nil, fmt.Errorf("discover cells: %w", err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"proxybench/internal/metricdefs"
 )
 
 func (r *Run) gcSeries(b *strings.Builder, ts []time.Time, ex string, w func(string, string, float64, time.Time)) {
@@ -17,34 +19,34 @@ func (r *Run) gcSeries(b *strings.Builder, ts []time.Time, ex string, w func(str
 	}
 	gl := func(p string) string { return fmt.Sprintf(`%s,container="proxybench-%s",service="%s"`, ex, p, p) }
 	for _, m := range []struct {
-		name string
+		def  *metricdefs.Def
 		f    func(*Cell) float64
 		idle float64
-	}{{"proxybench_gc_cycles", func(c *Cell) float64 { return float64(c.GCCyclesPerS) }, 0},
-		{"proxybench_gc_cpu_seconds", func(c *Cell) float64 { return c.GCCPUPerS }, 0}} {
-		fmt.Fprintf(b, "# TYPE %s counter\n", m.name)
+	}{{metricdefs.GCCycles, func(c *Cell) float64 { return float64(c.GCCyclesPerS) }, 0},
+		{metricdefs.GCCPU, func(c *Cell) float64 { return c.GCCPUPerS }, 0}} {
+		typeLine(b, m.def)
 		for _, p := range gp {
 			integrate(ts, func(mid time.Time) float64 {
 				if c := r.cellAt(p, mid); c != nil {
 					return m.f(c)
 				}
 				return m.idle
-			}, func(v float64, t time.Time) { w(m.name+"_total", gl(p), v, t) })
+			}, func(v float64, t time.Time) { w(m.def.Name, gl(p), v, t) })
 		}
 	}
-	b.WriteString("# TYPE proxybench_gc_gomaxprocs gauge\n")
+	typeLine(b, metricdefs.GCGOMAXPROCS)
 	for _, p := range gp {
 		for _, t := range ts {
-			w("proxybench_gc_gomaxprocs", gl(p), 2, t)
+			w(metricdefs.GCGOMAXPROCS.Name, gl(p), 2, t)
 		}
 	}
-	b.WriteString("# TYPE proxybench_gc_heap_live_bytes gauge\n")
+	typeLine(b, metricdefs.GCHeapLive)
 	for _, p := range gp {
 		for _, t := range ts {
-			w("proxybench_gc_heap_live_bytes", gl(p), r.heapAt(p, t)*1e6, t)
+			w(metricdefs.GCHeapLive.Name, gl(p), r.heapAt(p, t)*1e6, t)
 		}
 	}
-	b.WriteString("# TYPE proxybench_gc_pause_seconds histogram\n")
+	typeLine(b, metricdefs.GCPause)
 	for _, p := range gp {
 		var cells []*Cell
 		for i := range r.Cells {
@@ -52,8 +54,13 @@ func (r *Run) gcSeries(b *strings.Builder, ts []time.Time, ex string, w func(str
 				cells = append(cells, &r.Cells[i])
 			}
 		}
-		histSeries(b, "proxybench_gc_pause_seconds", gl(p), PauseBuckets, ts, cells, func(c *Cell) []float64 { return c.Pauses }, frac)
+		histSeries(b, metricdefs.GCPause.Name, gl(p), PauseBuckets, ts, cells, func(c *Cell) []float64 { return c.Pauses }, frac)
 	}
+}
+
+// typeLine opens the OpenMetrics family of d.
+func typeLine(b *strings.Builder, d *metricdefs.Def) {
+	fmt.Fprintf(b, "# TYPE %s %s\n", d.Family(), d.Type)
 }
 
 // cellAt is the cell of proxy p whose window (start, end] holds t.

@@ -1,7 +1,8 @@
 // Package synth owns synthetic proxybench runs for tests and benchmarks: it
 // writes the series a real run leaves in Prometheus (loadgen, exporter,
-// cAdvisor) as OpenMetrics text with timestamps, for promtool to backfill,
-// and keeps the exact truth every reported number must match.
+// cAdvisor; named and typed by the rows of internal/metricdefs) as
+// OpenMetrics text with timestamps, for promtool to backfill, and keeps the
+// exact truth every reported number must match.
 package synth
 
 import (
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/metricdefs"
 )
 
 // Buckets of the classic latency, open-loop lag and GC pause histograms (seconds).
@@ -401,7 +403,7 @@ func (r *Run) OpenMetrics() []byte {
 	// requests_total counts every completion, late ones until the drain
 	// ends: code 200 exists from the start of the run (0 before its first
 	// cell); other codes are born when first counted.
-	b.WriteString("# TYPE proxybench_requests counter\n")
+	typeLine(&b, metricdefs.Requests)
 	for _, k := range keys {
 		for _, code := range codesOf(byKey[k], inWindow, late) {
 			for _, t := range ts {
@@ -410,18 +412,18 @@ func (r *Run) OpenMetrics() []byte {
 				if code != "200" && (!born || v == 0) {
 					continue
 				}
-				w("proxybench_requests_total", k+`,code="`+code+`"`, v, t)
+				w(metricdefs.Requests.Name, k+`,code="`+code+`"`, v, t)
 			}
 		}
 	}
 	// Late completions: a series is born with its first late response.
-	b.WriteString("# TYPE proxybench_requests_late counter\n")
+	typeLine(&b, metricdefs.RequestsLate)
 	for _, k := range keys {
 		for _, code := range codesOf(byKey[k], late) {
 			for _, t := range ts {
 				v, born := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.LateCodes[code]) }, lateFrac})
 				if born && v > 0 {
-					w("proxybench_requests_late_total", k+`,code="`+code+`"`, v, t)
+					w(metricdefs.RequestsLate.Name, k+`,code="`+code+`"`, v, t)
 				}
 			}
 		}
@@ -435,51 +437,51 @@ func (r *Run) OpenMetrics() []byte {
 		return 1
 	}
 	for _, m := range []struct {
-		name string
-		p    part
-	}{{"proxybench_open_loop_scheduled", part{func(c *Cell) float64 { return float64(c.Scheduled) }, frac}},
-		{"proxybench_open_loop_sent", part{func(c *Cell) float64 { return float64(c.Sent) }, frac}},
-		{"proxybench_open_loop_capped", part{func(c *Cell) float64 { return float64(c.Capped) }, frac}},
-		{"proxybench_open_loop_missed", part{func(c *Cell) float64 { return float64(c.Missed) }, ended}}} {
-		fmt.Fprintf(&b, "# TYPE %s counter\n", m.name)
+		def *metricdefs.Def
+		p   part
+	}{{metricdefs.OpenLoopScheduled, part{func(c *Cell) float64 { return float64(c.Scheduled) }, frac}},
+		{metricdefs.OpenLoopSent, part{func(c *Cell) float64 { return float64(c.Sent) }, frac}},
+		{metricdefs.OpenLoopCapped, part{func(c *Cell) float64 { return float64(c.Capped) }, frac}},
+		{metricdefs.OpenLoopMissed, part{func(c *Cell) float64 { return float64(c.Missed) }, ended}}} {
+		typeLine(&b, m.def)
 		for _, k := range keys {
 			if !open[k] {
 				continue
 			}
 			for _, t := range ts {
 				v, _ := cum(byKey[k], t, m.p)
-				w(m.name+"_total", k, v, t)
+				w(m.def.Name, k, v, t)
 			}
 		}
 	}
-	b.WriteString("# TYPE proxybench_request_errors counter\n")
+	typeLine(&b, metricdefs.RequestErrors)
 	for _, k := range keys {
 		for _, reason := range []string{"timeout"} {
 			for _, t := range ts {
 				v, _ := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.Reasons[reason]) }, frac})
-				w("proxybench_request_errors_total", k+`,reason="`+reason+`"`, v, t)
+				w(metricdefs.RequestErrors.Name, k+`,reason="`+reason+`"`, v, t)
 			}
 		}
 	}
-	b.WriteString("# TYPE proxybench_wrong_origin counter\n")
+	typeLine(&b, metricdefs.WrongOrigin)
 	for _, k := range keys {
 		for _, t := range ts {
 			v, _ := cum(byKey[k], t, part{func(c *Cell) float64 { return float64(c.WrongOrigin) }, frac})
-			w("proxybench_wrong_origin_total", k, v, t)
+			w(metricdefs.WrongOrigin.Name, k, v, t)
 		}
 	}
 	// Latency histogram: observations arrive in sorted order across the window.
-	b.WriteString("# TYPE proxybench_request_duration_seconds histogram\n")
+	typeLine(&b, metricdefs.RequestDuration)
 	for _, k := range keys {
-		histSeries(&b, "proxybench_request_duration_seconds", k, LatencyBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Latencies }, obsFrac)
+		histSeries(&b, metricdefs.RequestDuration.Name, k, LatencyBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Latencies }, obsFrac)
 	}
-	b.WriteString("# TYPE proxybench_open_loop_lag_seconds histogram\n")
+	typeLine(&b, metricdefs.OpenLoopLag)
 	for _, k := range keys {
 		if open[k] {
-			histSeries(&b, "proxybench_open_loop_lag_seconds", k, LagBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Lags }, frac)
+			histSeries(&b, metricdefs.OpenLoopLag.Name, k, LagBuckets, ts, byKey[k], func(c *Cell) []float64 { return c.Lags }, frac)
 		}
 	}
-	b.WriteString("# TYPE proxybench_requests_in_flight gauge\n")
+	typeLine(&b, metricdefs.RequestsInFlight)
 	for _, k := range keys {
 		for _, t := range ts {
 			v := 0.0
@@ -488,23 +490,23 @@ func (r *Run) OpenMetrics() []byte {
 					v = c.InFlight
 				}
 			}
-			w("proxybench_requests_in_flight", k, v, t)
+			w(metricdefs.RequestsInFlight.Name, k, v, t)
 		}
 	}
 	// Cell window series.
 	// Published when the cell ends: the drain's end (the window's end when
 	// nothing was late) and the CPU read at the window's edges.
 	for _, m := range []struct {
-		name string
-		f    func(*Cell) float64
-	}{{"proxybench_cell_drain_end_timestamp_seconds", func(c *Cell) float64 {
+		def *metricdefs.Def
+		f   func(*Cell) float64
+	}{{metricdefs.CellDrainEnd, func(c *Cell) float64 {
 		if c.DrainEnd.IsZero() {
 			return float64(c.End.UnixMilli()) / 1000
 		}
 		return float64(c.DrainEnd.UnixMilli()) / 1000
-	}}, {"proxybench_cell_proxy_cpu_seconds", func(c *Cell) float64 { return c.ProxyCPUEdgeS }},
-		{"proxybench_cell_loadgen_cpu_seconds", func(c *Cell) float64 { return c.LoadgenCPUEdgeS }}} {
-		fmt.Fprintf(&b, "# TYPE %s gauge\n", m.name)
+	}}, {metricdefs.CellProxyCPU, func(c *Cell) float64 { return c.ProxyCPUEdgeS }},
+		{metricdefs.CellLoadgenCPU, func(c *Cell) float64 { return c.LoadgenCPUEdgeS }}} {
+		typeLine(&b, m.def)
 		for i := range r.Cells {
 			c := &r.Cells[i]
 			if m.f(c) == 0 {
@@ -512,46 +514,46 @@ func (r *Run) OpenMetrics() []byte {
 			}
 			for _, t := range ts {
 				if t.After(c.End) {
-					w(m.name, r.cellLabels(c, lg), m.f(c), t)
+					w(m.def.Name, r.cellLabels(c, lg), m.f(c), t)
 				}
 			}
 		}
 	}
-	for _, m := range []string{"start_timestamp_seconds", "end_timestamp_seconds"} {
-		fmt.Fprintf(&b, "# TYPE proxybench_cell_window_%s gauge\n", m)
+	for _, m := range []*metricdefs.Def{metricdefs.CellWindowStart, metricdefs.CellWindowEnd} {
+		typeLine(&b, m)
 		for i := range r.Cells {
 			c := &r.Cells[i]
 			for _, t := range ts {
 				from, v := c.Start.Add(-time.Second), float64(c.Start.UnixMilli())/1000
-				if m == "end_timestamp_seconds" {
+				if m == metricdefs.CellWindowEnd {
 					from, v = c.End, float64(c.End.UnixMilli())/1000
 				}
 				if t.Before(from) {
 					continue
 				}
-				w("proxybench_cell_window_"+m, r.cellLabels(c, lg), v, t)
+				w(m.Name, r.cellLabels(c, lg), v, t)
 			}
 		}
 	}
 	for _, m := range []struct {
-		name string
-		f    func(*Cell) float64
-	}{{"proxybench_cell_concurrency", func(c *Cell) float64 { return float64(c.Concurrency) }},
-		{"proxybench_cell_target_rate_requests_per_second", func(c *Cell) float64 { return c.TargetRate }},
-		{"proxybench_cell_failed", func(*Cell) float64 { return 0 }}} {
-		fmt.Fprintf(&b, "# TYPE %s gauge\n", m.name)
+		def *metricdefs.Def
+		f   func(*Cell) float64
+	}{{metricdefs.CellConcurrency, func(c *Cell) float64 { return float64(c.Concurrency) }},
+		{metricdefs.CellTargetRate, func(c *Cell) float64 { return c.TargetRate }},
+		{metricdefs.CellFailed, func(*Cell) float64 { return 0 }}} {
+		typeLine(&b, m.def)
 		for i := range r.Cells {
 			c := &r.Cells[i]
 			for _, t := range ts {
 				if !t.Before(c.Start.Add(-time.Second)) {
-					w(m.name, r.cellLabels(c, lg), m.f(c), t)
+					w(m.def.Name, r.cellLabels(c, lg), m.f(c), t)
 				}
 			}
 		}
 	}
 	// The loadgen's capacity follows the cell (as if restarted with other
 	// limits); 2 cores between cells.
-	b.WriteString("# TYPE proxybench_loadgen_cpu_limit_cores gauge\n")
+	typeLine(&b, metricdefs.LoadgenCPULimit)
 	for _, t := range ts {
 		v := 2.0
 		for i := range r.Cells {
@@ -560,9 +562,9 @@ func (r *Run) OpenMetrics() []byte {
 				v = c.LoadgenLimit
 			}
 		}
-		w("proxybench_loadgen_cpu_limit_cores", lg, v, t)
+		w(metricdefs.LoadgenCPULimit.Name, lg, v, t)
 	}
-	b.WriteString("# TYPE process_cpu_seconds counter\n")
+	typeLine(&b, metricdefs.ProcessCPU)
 	integrate(ts, func(mid time.Time) float64 {
 		c := r.active(mid)
 		if c == nil {
@@ -573,63 +575,63 @@ func (r *Run) OpenMetrics() []byte {
 			return c.LoadgenSpike
 		}
 		return c.LoadgenCPU
-	}, func(v float64, t time.Time) { w("process_cpu_seconds_total", lg, v, t) })
+	}, func(v float64, t time.Time) { w(metricdefs.ProcessCPU.Name, lg, v, t) })
 	// The loadgen's cgroup: 10 CFS periods a second, always exported.
 	for _, m := range []struct {
-		name string
-		f    func(*Cell) float64
-	}{{"proxybench_loadgen_cpu_periods", func(*Cell) float64 { return 10 }},
-		{"proxybench_loadgen_cpu_throttled_periods", func(c *Cell) float64 { return 10 * c.ThrottledShare }},
-		{"proxybench_loadgen_run_delay_seconds", func(c *Cell) float64 { return c.RunDelayPerS }}} {
-		fmt.Fprintf(&b, "# TYPE %s counter\n", m.name)
+		def *metricdefs.Def
+		f   func(*Cell) float64
+	}{{metricdefs.LoadgenCPUPeriods, func(*Cell) float64 { return 10 }},
+		{metricdefs.LoadgenCPUThrottledPeriods, func(c *Cell) float64 { return 10 * c.ThrottledShare }},
+		{metricdefs.LoadgenRunDelay, func(c *Cell) float64 { return c.RunDelayPerS }}} {
+		typeLine(&b, m.def)
 		integrate(ts, func(mid time.Time) float64 {
 			if c := r.active(mid); c != nil {
 				return m.f(c)
 			}
 			return m.f(&Cell{})
-		}, func(v float64, t time.Time) { w(m.name+"_total", lg, v, t) })
+		}, func(v float64, t time.Time) { w(m.def.Name, lg, v, t) })
 	}
 
 	// cAdvisor and exporter series per proxy.
 	proxies := r.proxies()
-	b.WriteString("# TYPE container_cpu_usage_seconds counter\n")
+	typeLine(&b, metricdefs.ContainerCPUUsage)
 	for _, p := range proxies {
 		cl := fmt.Sprintf(`%s,name="proxybench-%s",service="%s",image="proxybench/%s:test",id="/docker/%s"`, ex, p, p, p, p)
 		cpu := r.proxyCPU(p)
-		integrate(ts, func(time.Time) float64 { return cpu }, func(v float64, t time.Time) { w("container_cpu_usage_seconds_total", cl, v, t) })
+		integrate(ts, func(time.Time) float64 { return cpu }, func(v float64, t time.Time) { w(metricdefs.ContainerCPUUsage.Name, cl, v, t) })
 	}
 	// The first proxy's container was recreated before the run: its old
 	// cgroup still reports an idle CPU counter and a large working set.
 	old := fmt.Sprintf(`%s,name="proxybench-%s",service="%s",image="proxybench/%s:old",id="/docker/%s-old"`, ex, proxies[0], proxies[0], proxies[0], proxies[0])
 	for _, t := range ts {
-		w("container_cpu_usage_seconds_total", old, 7.5, t)
+		w(metricdefs.ContainerCPUUsage.Name, old, 7.5, t)
 	}
-	b.WriteString("# TYPE container_memory_working_set_bytes gauge\n")
+	typeLine(&b, metricdefs.ContainerMemoryWorkingSet)
 	for _, p := range proxies {
 		cl := fmt.Sprintf(`%s,name="proxybench-%s",service="%s",image="proxybench/%s:test",id="/docker/%s"`, ex, p, p, p, p)
 		for _, t := range ts {
-			w("container_memory_working_set_bytes", cl, r.memAt(p, t)*1e6, t)
+			w(metricdefs.ContainerMemoryWorkingSet.Name, cl, r.memAt(p, t)*1e6, t)
 		}
 	}
 	for _, t := range ts {
-		w("container_memory_working_set_bytes", old, 99e6, t)
+		w(metricdefs.ContainerMemoryWorkingSet.Name, old, 99e6, t)
 	}
 	for _, m := range []struct {
-		name string
-		v    float64
-	}{{"container_spec_cpu_quota", 200000}, {"container_spec_cpu_period", 100000}, {"container_spec_memory_limit_bytes", 512 << 20}} {
-		fmt.Fprintf(&b, "# TYPE %s gauge\n", m.name)
+		def *metricdefs.Def
+		v   float64
+	}{{metricdefs.ContainerSpecCPUQuota, 200000}, {metricdefs.ContainerSpecCPUPeriod, 100000}, {metricdefs.ContainerSpecMemoryLimit, 512 << 20}} {
+		typeLine(&b, m.def)
 		for _, p := range proxies {
 			cl := fmt.Sprintf(`%s,name="proxybench-%s",service="%s",image="proxybench/%s:test",id="/docker/%s"`, ex, p, p, p, p)
 			for _, t := range ts {
-				w(m.name, cl, m.v, t)
+				w(m.def.Name, cl, m.v, t)
 			}
 		}
 	}
-	b.WriteString("# TYPE proxybench_proxy_info gauge\n")
+	typeLine(&b, metricdefs.ProxyInfo)
 	for _, p := range proxies {
 		for _, t := range ts {
-			w("proxybench_proxy_info", fmt.Sprintf(`%s,container="proxybench-%s",service="%s",image="proxybench/%s:test",image_id="sha256:%s",version="%s-1.0.0"`, ex, p, p, p, p, p), 1, t)
+			w(metricdefs.ProxyInfo.Name, fmt.Sprintf(`%s,container="proxybench-%s",service="%s",image="proxybench/%s:test",image_id="sha256:%s",version="%s-1.0.0"`, ex, p, p, p, p, p), 1, t)
 		}
 	}
 	r.gcSeries(&b, ts, ex, w)
