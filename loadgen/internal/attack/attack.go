@@ -264,7 +264,7 @@ func (r *run) closedWorker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		r.send(d, rec, now, now, !now.Before(r.start), nil)
+		r.send(d, rec, now, now, nil)
 	}
 }
 
@@ -328,17 +328,17 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		} else {
 			r.rm.lag.Observe(o.lag.Seconds())
 		}
-		r.send(d, rec, now, from, !due.Before(r.start), &o)
+		r.send(d, rec, now, from, &o)
 	}
 }
 
 // send does one request; open is the open loop's send, nil in closed loop.
-func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, measured bool, open *openSend) {
+func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, open *openSend) {
 	rec.inFlight.Add(1)
 	res, err := d.Do(sent.Add(r.s.Timeout))
 	done := r.a.now()
 	rec.inFlight.Add(-1)
-	rec.record(r.rm, done, done.Sub(from), res, err, measured, open, done.After(r.end()))
+	rec.record(r.rm, done, done.Sub(from), res, err, open, done.After(r.end()))
 }
 
 func isHTTPS(u string) bool { return len(u) >= 8 && (u[:8] == "https://" || u[:8] == "HTTPS://") }

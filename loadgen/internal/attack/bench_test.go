@@ -37,7 +37,7 @@ func BenchmarkRequest(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				now := time.Now()
-				r.send(d, rec, now, now, true, nil)
+				r.send(d, rec, now, now, nil)
 			}
 			b.StopTimer()
 			if rec.errors != 0 {
@@ -57,7 +57,7 @@ func BenchmarkRecord(b *testing.B) {
 	done := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		rec.record(rm, done, 1234*time.Microsecond, res, nil, true, nil, false)
+		rec.record(rm, done, 1234*time.Microsecond, res, nil, nil, false)
 	}
 }
 

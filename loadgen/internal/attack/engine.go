@@ -50,5 +50,5 @@ func (s *loopSink) InFlight(delta int64) { s.rec.inFlight.Add(delta) }
 // Done records a closed-loop request: measured when sent at or after the
 // window start, late when done after its end.
 func (s *loopSink) Done(sent, done time.Time, res wire.Response, err error) {
-	s.rec.record(s.r.rm, done, done.Sub(sent), res, err, !sent.Before(s.r.start), nil, done.After(s.r.end()))
+	s.rec.record(s.r.rm, done, done.Sub(sent), res, err, nil, done.After(s.r.end()))
 }

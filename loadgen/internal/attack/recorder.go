@@ -80,20 +80,19 @@ type openSend struct {
 }
 
 // record accounts one finished request; latency is from the (intended) send.
-// measured says whether the request was due (open loop) or sent (closed
-// loop) at or after the window start; warm-up requests only reach Prometheus.
-// open is the open loop's send (nil in closed loop): a measured one counts
-// as sent, and as capped or in the lag. late says it completed after the
+// Every request of an attack is measured: a warm-up is an attack of its
+// own (WarmUp). open is the open loop's send (nil in closed loop): it
+// counts as sent, and as capped or in the lag. late says it completed after the
 // window's end: it is then counted apart (Late), and its latency still goes
 // into the window's histogram.
-func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res wire.Response, err error, measured bool, open *openSend, late bool) {
+func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res wire.Response, err error, open *openSend, late bool) {
 	us := clampUs(latency)
 	var reason errReason
 	if err != nil {
 		reason = wire.Classify(err)
 	}
 	r.mu.Lock()
-	if measured && open != nil {
+	if open != nil {
 		r.sent++
 		if open.capped {
 			r.capped++
@@ -120,14 +119,12 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 			r.lateReasons[reason]++
 		} else {
 			r.lateCodes[res.Code]++
-			if measured {
-				r.hist.RecordValue(us) //nolint:errcheck // clamped into range above
-			}
+			r.hist.RecordValue(us) //nolint:errcheck // clamped into range above
 		}
 		if done.After(r.drainEnd) {
 			r.drainEnd = done
 		}
-	case measured:
+	default:
 		if err != nil {
 			r.errors++
 			r.reasons[reason]++
@@ -143,8 +140,8 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 	}
 	r.mu.Unlock()
 
-	// Prometheus series count everything, warm-up included: the runner's
-	// window series say which part was measured.
+	// The Prometheus series count every request of the attack, warm-up
+	// attacks included: the runner's window series say which was measured.
 	if err != nil {
 		rm.errors[reason].Inc()
 		if late {

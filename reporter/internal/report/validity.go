@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/metricdefs"
 	"proxybench/internal/scenario"
 )
 
@@ -153,21 +154,21 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	}
 	var missing []string
 	if c.ServerSide && c.Latency.Source == "" {
-		missing = append(missing, "proxybench_request_duration_seconds")
+		missing = append(missing, metricdefs.RequestDuration.Name)
 	}
 	// The exporter's series a gap in its scrapes left unknown are named by
 	// prometheus_gap.
 	if !c.ProxyRes.CPUMeanCores.Known() && !exGap {
-		missing = append(missing, "container_cpu_usage_seconds_total")
+		missing = append(missing, metricdefs.ContainerCPUUsage.Name)
 	}
 	if !c.ProxyRes.MemMeanBytes.Known() && !exGap {
-		missing = append(missing, "container_memory_working_set_bytes")
+		missing = append(missing, metricdefs.ContainerMemoryWorkingSet.Name)
 	}
 	if !c.LoadgenCPU.MeanCores.Known() {
-		missing = append(missing, "process_cpu_seconds_total{job=\"loadgen\"}")
+		missing = append(missing, metricdefs.ProcessCPU.Name+`{job="loadgen"}`)
 	}
 	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) && !exGap {
-		missing = append(missing, "proxybench_gc_cycles_total")
+		missing = append(missing, metricdefs.GCCycles.Name)
 	}
 	if len(missing) > 0 && c.ServerSide {
 		add(FlagMissing, Suspect, "no series for %s in this window", strings.Join(missing, ", "))
