@@ -76,8 +76,8 @@ lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet (prometheu
 
 test: prepare lint test-unit fuzz test-e2e ## everything CI runs
 
-prepare: ## engine, images and pinned tools (promtool) that the tests need
-	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null && reporter/scripts/ensure-chromium.sh >/dev/null
+prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
+	@scripts/prepare.sh
 
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
