@@ -4,7 +4,7 @@
 #   OFFLINE=auto (default): build the third-party images locally when the
 #                           registry cannot be reached; else use upstream pins.
 #   OFFLINE=1 / OFFLINE=0:  force one way.
-# Our own programs are always built here (static Go in scratch images; the
+# Our own programs are always built locally (static Go in scratch images; the
 # node and python origins on a Debian base). Every image is tagged by a hash
 # of its inputs, so a second run with unchanged inputs only checks tags.
 set -euo pipefail
@@ -46,8 +46,9 @@ hash_of() { sha256sum "$@" | sha256sum | cut -c1-12; }
 
 # Independent builds overlap (scripts/jobs.sh): offline, the Debian base
 # (network-bound debootstrap) and the three third-party Go builds run as
-# background jobs while our own programs build here; each job keeps its log
-# in .cache/logs/images/. A second run only checks binaries and tags.
+# background jobs while our own programs build in the foreground; each job
+# keeps its log in .cache/logs/images/. A second run only checks binaries and
+# tags.
 source scripts/jobs.sh
 THIRD_PARTY="traefik caddy prometheus"
 if [ "$offline" = 1 ]; then

@@ -152,8 +152,8 @@ func statValue(stat []byte, key string) int64 {
 }
 
 // churnProbe reads the TIME_WAIT sockets and the ephemeral port range right
-// after a churn cell. Containers run with host networking here, so the
-// host's tables hold the proxy's sockets too.
+// after a churn cell. With host networking (the lab's default) the host's
+// tables hold the proxy's sockets too.
 func churnProbe(ctx context.Context, target string) *manifest.Churn {
 	if ctx.Err() != nil {
 		return nil
