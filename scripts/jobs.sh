@@ -37,13 +37,14 @@ job_wait() {
 job_out() { cat "$JOB_LOGS/$1.out"; }
 
 job_stop_all() {
-  local name
-  [ "${#JOB_PID[@]}" -eq 0 ] && return 0
-  printf '%s: stopping unfinished jobs: %s (logs in %s)\n' "$(basename "$0" .sh)" "${!JOB_PID[*]}" "$JOB_LOGS" >&2
+  local name running=()
   for name in "${!JOB_PID[@]}"; do
+    kill -0 "${JOB_PID[$name]}" 2>/dev/null && running+=("$name")
     kill -- "-${JOB_PID[$name]}" 2>/dev/null || true
     wait "${JOB_PID[$name]}" 2>/dev/null || true
   done
+  [ "${#running[@]}" -eq 0 ] ||
+    printf '%s: stopped unfinished jobs: %s (logs in %s)\n' "$(basename "$0" .sh)" "${running[*]}" "$JOB_LOGS" >&2
 }
 trap job_stop_all EXIT
 trap 'exit 130' INT
