@@ -76,7 +76,8 @@ done
     for p in $THIRD_PARTY; do
       job_wait "$p" || exit 1
       bin=$(job_out "$p")
-      tag=proxybench/$p:${bin##*/$p-}-$(hash_of "$bin") # the binary's version (and build tags)
+      ver=${bin##*/$p-} # the binary's version (and build tags, which a tag spells with dots)
+      tag=proxybench/$p:${ver//,/.}-$(hash_of "$bin")
       case $p in
         prometheus) scratch_image "$tag" "$bin" /bin/prometheus '["/bin/prometheus"]' ;;
         *) scratch_image "$tag" "$bin" "/usr/local/bin/$p" ;;
