@@ -29,12 +29,12 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLAN)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLAN RUN RESULTS)
 	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
 	  -isolate='$(ISOLATE)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
-bench-slow10k: ## 10,000 held connections through every proxy (slow scenario, 2 s delay); restores proxies a run OOM-kills
+bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario, 2 s delay, fast origin); restarts proxies a run OOM-kills
 	@scripts/bench.sh -scenarios slow -slow-delay 2s -concurrency 10000 -origins fast -tier 10s -timeout 30s \
 	  -proxies '$(call csv,$(PROXIES))' -results '$(RESULTS)'; rc=$$?; scripts/stack.sh up >/dev/null; exit $$rc
 
@@ -71,13 +71,13 @@ perf: ## loadgen vs wrk vs hey vs vegeta on loopback; open-loop schedule and lat
 perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing else running)
 	@go test -tags e2e -count=1 -v -run TestE2EIdleCPU ./exporter/
 
-lint: ## promtool config/rules/tests, dashboards check, gofmt, go vet (prometheus/lint.sh)
+lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go vet (also -tags e2e), tidy go.mod (prometheus/lint.sh)
 	@prometheus/lint.sh
 
 test: prepare lint test-unit fuzz test-e2e ## everything CI runs
 
-prepare: ## engine, images and pinned tools (promtool) that the tests need
-	@scripts/engine.sh && scripts/images.sh && scripts/gobin.sh promtool >/dev/null && reporter/scripts/ensure-chromium.sh >/dev/null
+prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
+	@scripts/prepare.sh
 
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
@@ -86,7 +86,7 @@ test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docke
 fuzz: ## every Fuzz target of the repository, fuzzed for a share of 75 s (FUZZTIME=3s per target, FUZZ_BUDGET=seconds in all)
 	@scripts/fuzz.sh
 
-test-e2e: ## the real stack: up, preflight, quick bench with assertions, dashboards against live Prometheus, down
+test-e2e: ## the real stack: up, preflight, a quick bench, the e2e tests, live dashboard queries, exporter vs docker; down unless it was up
 	@scripts/e2e.sh
 
 clean: ## remove the built binaries and the end-to-end results (keeps results/, the images and the tool caches)

@@ -1,10 +1,10 @@
 // Command exporter publishes what the proxies' own metrics cannot say: the
 // Go proxies' garbage collector cycles parsed live from their gctrace
 // output, cAdvisor's container CPU and memory series for the stack's
-// containers, nginx's stub_status, and each proxy's real binary version.
-// It serves them on -listen for Prometheus (default :9400: the lab runs on
-// host networking and Prometheus must reach it; bind 127.0.0.1:9400 when
-// nothing else has to).
+// containers, nginx's stub_status, and each proxy's image and the version
+// its image declares (proxybench_proxy_info). It serves them on -listen for
+// Prometheus (default 127.0.0.1:9400; the stack passes $LISTEN:9400, and
+// :9400 inside a bridge container).
 package main
 
 import (

@@ -14,7 +14,8 @@ if docker image inspect "$TAG" >/dev/null 2>&1; then echo "$TAG"; exit 0; fi
 
 command -v debootstrap >/dev/null || {
   [ "$(id -u)" = 0 ] || { echo "base-image: debootstrap is missing; install it (apt-get install debootstrap) and rerun" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; }
+  source scripts/jobs.sh # make prepare may run another apt-get meanwhile
+  DEBIAN_FRONTEND=noninteractive apt_locked apt-get install -y -q debootstrap >/dev/null; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/proxybench-rootfs.XXXXXX")
 trap 'rm -rf "$work"' EXIT

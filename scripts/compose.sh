@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compose.sh ARGS...: runs the compose tool on the proxybench stack with the
 # right files: the users' compose file, the host-network override (HOSTNET=1,
-# the default here) and the image names written by scripts/images.sh.
+# the default) and the image names written by scripts/images.sh.
 #   compose.sh --gateway   prints the host's address on the docker bridge:
 #   what containers reach as host.docker.internal (the loadgen's /metrics on
 #   the bridge network binds it)

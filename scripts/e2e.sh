@@ -13,7 +13,7 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 t0=$SECONDS
 
 scripts/engine.sh
-# One load on the stack at a time: anything else sending load here takes
+# One load on the stack at a time: anything else sending load to the stack takes
 # the same lock (flock .cache/stack.lock ...).
 mkdir -p .cache
 exec 9>.cache/stack.lock

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # gobin.sh NAME: builds a third-party Go program at a pinned version from the
-# Go module proxy into .cache/bin/NAME-VERSION (static), once per version.
-# Prints the binary's path. Versions live here and nowhere else.
+# Go module proxy into .cache/bin/NAME-VERSION[-TAGS] (static), once per
+# version and build tags. Prints the binary's path. Versions and tags live
+# here (internal/promtest names the Prometheus binaries for the tests).
+# Callers running side by side (scripts/prepare.sh, scripts/images.sh) share
+# one build: a second caller waits for the first one's binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PROXYBENCH_CACHE:-$PWD/.cache}/bin
@@ -16,36 +19,49 @@ COMPOSE_VERSION=v2.40.3     # the docker compose CLI plugin (Debian ships only c
 name=${1:?usage: gobin.sh prometheus|promtool|caddy|traefik|vegeta|compose}
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local GOWORK=off
 ldflags="-s -w"
+# Prometheus's plugins/ registers every service discovery unless built with
+# remove_all_sd (file, HTTP and static stay; enable_<name>_sd re-adds one).
+# The lab's scrape configs are static_configs only, and a build without the
+# other SDs compiles far less. The tags are part of the binary's name, so a
+# binary built with other tags is never reused.
+PROMETHEUS_TAGS=remove_all_sd
 
-build_in_moddir() { # module version pkg out [ldflags]
+build_in_moddir() { # module version pkg out [ldflags [tags]]
   local mod=$1 ver=$2 pkg=$3 out=$4
   go mod download "$mod@$ver" >/dev/null
   local dir; dir=$(go env GOMODCACHE)/$mod@$ver
-  (cd "$dir" && go build -trimpath -ldflags "$ldflags ${5:-}" -o "$out.tmp" "$pkg") && mv "$out.tmp" "$out"
+  (cd "$dir" && go build -trimpath -tags "${6:-}" -ldflags "$ldflags ${5:-}" -o "$out.tmp" "$pkg") && mv "$out.tmp" "$out"
+}
+
+once() { # out cmd...: runs cmd unless out exists, one caller at a time
+  local out=$1; shift
+  [ -x "$out" ] && return 0
+  exec 9>"$out.lock"
+  flock 9
+  [ -x "$out" ] || "$@"
 }
 
 case $name in
   prometheus|promtool)
-    ver=$PROMETHEUS_VERSION; out=$BIN/$name-$ver
-    [ -x "$out" ] || {
-      v=3.${ver#v0.}; v=${v%.*}.${ver##*.}
-      pv="-X github.com/prometheus/common/version.Version=${v/3.316/3.16} -X github.com/prometheus/common/version.Branch=proxybench"
-      build_in_moddir github.com/prometheus/prometheus "$ver" ./cmd/$name "$out" "$pv"; } ;;
+    ver=$PROMETHEUS_VERSION; out=$BIN/$name-$ver-$PROMETHEUS_TAGS
+    v=3.${ver#v0.}; v=${v%.*}.${ver##*.}
+    pv="-X github.com/prometheus/common/version.Version=${v/3.316/3.16} -X github.com/prometheus/common/version.Branch=proxybench"
+    once "$out" build_in_moddir github.com/prometheus/prometheus "$ver" ./cmd/$name "$out" "$pv" "$PROMETHEUS_TAGS" ;;
   caddy)
     ver=$CADDY_VERSION; out=$BIN/caddy-$ver
-    [ -x "$out" ] || build_in_moddir github.com/caddyserver/caddy/v2 "$ver" ./cmd/caddy "$out" \
+    once "$out" build_in_moddir github.com/caddyserver/caddy/v2 "$ver" ./cmd/caddy "$out" \
       "-X github.com/caddyserver/caddy/v2.CustomVersion=$ver" ;;
   traefik)
     ver=$TRAEFIK_VERSION; out=$BIN/traefik-$ver
-    [ -x "$out" ] || build_in_moddir github.com/traefik/traefik/v3 "$ver" ./cmd/traefik "$out" \
+    once "$out" build_in_moddir github.com/traefik/traefik/v3 "$ver" ./cmd/traefik "$out" \
       "-X github.com/traefik/traefik/v3/pkg/version.Version=${ver#v} -X github.com/traefik/traefik/v3/pkg/version.Codename=proxybench" ;;
   compose)
     ver=$COMPOSE_VERSION; out=$BIN/docker-compose-$ver
-    [ -x "$out" ] || build_in_moddir github.com/docker/compose/v2 "$ver" ./cmd "$out" \
+    once "$out" build_in_moddir github.com/docker/compose/v2 "$ver" ./cmd "$out" \
       "-X github.com/docker/compose/v2/internal.Version=$ver" ;;
   vegeta)
     ver=$VEGETA_VERSION; out=$BIN/vegeta-$ver
-    [ -x "$out" ] || build_in_moddir github.com/tsenart/vegeta/v12 "$ver" . "$out" ;;
+    once "$out" build_in_moddir github.com/tsenart/vegeta/v12 "$ver" . "$out" ;;
   *) echo "gobin: unknown program '$name' (want prometheus, promtool, caddy, traefik, vegeta or compose)" >&2; exit 2 ;;
 esac
 echo "$out"

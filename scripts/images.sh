@@ -4,7 +4,7 @@
 #   OFFLINE=auto (default): build the third-party images locally when the
 #                           registry cannot be reached; else use upstream pins.
 #   OFFLINE=1 / OFFLINE=0:  force one way.
-# Our own programs are always built here (static Go in scratch images; the
+# Our own programs are always built locally (static Go in scratch images; the
 # node and python origins on a Debian base). Every image is tagged by a hash
 # of its inputs, so a second run with unchanged inputs only checks tags.
 set -euo pipefail
@@ -44,10 +44,17 @@ scratch_image() {
 
 hash_of() { sha256sum "$@" | sha256sum | cut -c1-12; }
 
-# The Debian base is network-bound (debootstrap) and the Go builds CPU-bound:
-# on a new machine, overlap them.
-base_log=$(mktemp)
-if [ "$offline" = 1 ]; then scripts/base-image.sh >"$base_log" 2>&1 & base_pid=$!; fi
+# Independent builds overlap (scripts/jobs.sh): offline, the Debian base
+# (network-bound debootstrap) and the three third-party Go builds run as
+# background jobs while our own programs build in the foreground; each job
+# keeps its log in .cache/logs/images/. A second run only checks binaries and
+# tags.
+source scripts/jobs.sh
+THIRD_PARTY="traefik caddy prometheus"
+if [ "$offline" = 1 ]; then
+  job_start base scripts/base-image.sh
+  for p in $THIRD_PARTY; do job_start "$p" scripts/gobin.sh "$p"; done
+fi
 
 # Our Go programs: static, reproducible (-trimpath), so the hash is the input.
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
@@ -66,17 +73,19 @@ done
   done
 
   if [ "$offline" = 1 ]; then
-    for p in traefik caddy prometheus; do
-      bin=$(scripts/gobin.sh "$p")
-      tag=proxybench/$p:${bin##*-}-$(hash_of "$bin")
+    for p in $THIRD_PARTY; do
+      job_wait "$p" || exit 1
+      bin=$(job_out "$p")
+      ver=${bin##*/$p-} # the binary's version (and build tags, which a tag spells with dots)
+      tag=proxybench/$p:${ver//,/.}-$(hash_of "$bin")
       case $p in
         prometheus) scratch_image "$tag" "$bin" /bin/prometheus '["/bin/prometheus"]' ;;
         *) scratch_image "$tag" "$bin" "/usr/local/bin/$p" ;;
       esac
       echo "$(echo "$p" | tr a-z A-Z)_IMAGE=$tag"
     done
-    wait "$base_pid" || { cat "$base_log" >&2; exit 1; }
-    base=$(tail -1 "$base_log")
+    job_wait base || exit 1
+    base=$(job_out base | tail -1)
     for alias in nginx:1.22-debian12 haproxy:2.6-debian12 node:18-debian12 python:3.11-debian12; do
       docker tag "$base" "proxybench/$alias"
     done

@@ -17,7 +17,7 @@ services() {
 }
 
 # ready NAME STATUS: docker's healthcheck passed, or the container is up and
-# its healthcheck URL answers from here. Docker probes only every 15 s (a
+# its healthcheck URL answers from the host. Docker probes only every 15 s (a
 # probe is an exec inside the container: at 2 s across the stack they cost
 # dockerd and containerd a tenth of a core and landed in the proxies' own
 # CPU); asking the same URL ourselves keeps `up` as quick as before.

@@ -156,7 +156,7 @@ func TestPayload(t *testing.T) {
 	for _, sc := range []string{"payload-1k", "payload-64k", "payload-1m", "upload-64k"} {
 		for proxy, c := range byScenario(t, ran, skipped, sc) {
 			// Traefik ends some keep-alive connections of 64 KiB POSTs before
-			// the response (eof; 0.6-3.3 % here, with the lean client and with
+			// the response (eof; 0.6-3.3 % on a 2-core VM, with the lean client and with
 			// net/http alike): its finding, reported in docs/scenarios.md.
 			// What this test checks is that bytes/s matches the 2xx.
 			allowed := 0.0

@@ -2,7 +2,8 @@
 // the stack's containers by their compose labels, starting, stopping and
 // pausing them, reading their logs and asking a running proxy for the real
 // version of its binary. It negotiates the API version because the engine
-// here (Debian's 20.10, API 1.41) is older than the client library.
+// scripts/engine.sh installs (Debian's 20.10, API 1.41) is older than the
+// client library.
 package dockerx
 
 import (

@@ -6,32 +6,26 @@ package metricslint
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"proxybench/internal/promtest"
 )
 
-// PromtoolVersion is the pinned promtool (scripts/gobin.sh builds it).
-const PromtoolVersion = "v0.316.0"
-
 // Check fails t when text, a text exposition, breaks Prometheus's naming
-// and format rules. promtool is found through $PROMTOOL or the project's
-// .cache/bin; without it only promlint runs, which the test log says.
+// and format rules. promtool is found as promtest.Lookup finds it ($PROMTOOL
+// or the project's .cache/bin); without it only promlint runs, which the
+// test log says.
 func Check(t testing.TB, text []byte) {
 	t.Helper()
 	problems, err := promlint.New(bytes.NewReader(text)).Lint()
 	if err != nil || len(problems) > 0 {
 		t.Errorf("promlint: %v %v", err, problems)
 	}
-	bin := os.Getenv("PROMTOOL")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(), ".cache", "bin", "promtool-"+PromtoolVersion)
-	}
-	if _, err := os.Stat(bin); err != nil {
+	bin, ok := promtest.Lookup("promtool")
+	if !ok {
 		t.Logf("promtool not built (%s): skipping promtool check metrics", bin)
 		return
 	}
@@ -40,10 +34,4 @@ func Check(t testing.TB, text []byte) {
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
-}
-
-// repoRoot is two levels above this file (internal/metricslint).
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

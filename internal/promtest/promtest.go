@@ -18,8 +18,13 @@ import (
 	"proxybench/internal/lockedbuf"
 )
 
-// Version is the pinned Prometheus module version built by scripts/gobin.sh.
-const Version = "v0.316.0"
+// Version is the pinned Prometheus module version and Tags the build tags
+// that scripts/gobin.sh builds prometheus and promtool with; both are part
+// of the binaries' names in .cache/bin.
+const (
+	Version = "v0.316.0"
+	Tags    = "remove_all_sd"
+)
 
 // envNames are the variables that may name a binary, first match wins;
 // the Makefile's test-unit sets PROXYBENCH_PROMETHEUS_BIN and PROMTOOL.
@@ -28,22 +33,31 @@ var envNames = map[string][]string{
 	"promtool":   {"PROMTOOL", "PROXYBENCH_PROMTOOL"},
 }
 
-// Binary finds the pinned prometheus or promtool binary: from the
-// environment (envNames), else .cache/bin/<name>-<Version> at the repo
-// root. Missing binaries fail the test with the command that builds them.
-func Binary(t testing.TB, name string) string {
-	t.Helper()
+// Lookup finds the pinned prometheus or promtool binary: from the
+// environment (envNames), else .cache/bin/<name>-<Version>-<Tags> at the
+// repo root when it exists. The path is returned either way, so a caller
+// can say which binary is missing.
+func Lookup(name string) (path string, ok bool) {
 	for _, e := range envNames[name] {
 		if p := os.Getenv(e); p != "" {
-			return p
+			return p, true
 		}
 	}
 	root, err := repoRoot()
 	if err != nil {
-		t.Fatalf("promtest: %v", err)
+		return "", false
 	}
-	p := filepath.Join(root, ".cache", "bin", name+"-"+Version)
-	if _, err := os.Stat(p); err != nil {
+	p := filepath.Join(root, ".cache", "bin", name+"-"+Version+"-"+Tags)
+	_, err = os.Stat(p)
+	return p, err == nil
+}
+
+// Binary is Lookup that fails the test, with the command that builds the
+// binary, when it is missing.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	p, ok := Lookup(name)
+	if !ok {
 		t.Fatalf("promtest: %s not built: run scripts/gobin.sh %s (or set %s)", p, name, strings.Join(envNames[name], " or "))
 	}
 	return p

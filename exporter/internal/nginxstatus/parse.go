@@ -1,6 +1,6 @@
 // Package nginxstatus owns scraping nginx's stub_status page into the
-// metric names of nginx-prometheus-exporter (whose module is not served
-// here), so dashboards written for it work unchanged.
+// metric names of nginx-prometheus-exporter (without depending on that
+// exporter's module), so dashboards written for it work unchanged.
 package nginxstatus
 
 import (

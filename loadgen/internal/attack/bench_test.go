@@ -90,7 +90,7 @@ func BenchmarkClosedLoop(b *testing.B) {
 }
 
 // BenchmarkOpenLoopSchedule is how much of its schedule the open loop keeps
-// on this machine: 2000 req/s for 2 s per iteration against a real server,
+// on the host it runs on: 2000 req/s for 2 s per iteration against a real server,
 // reporting the share of due requests missed (never sent inside the
 // window) and the send-lag p99. Target: missed under 1 %, the open-loop
 // loadgen_bound threshold. Run with -benchtime 3x.

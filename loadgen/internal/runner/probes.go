@@ -158,8 +158,9 @@ func statValue(stat []byte, key string) int64 {
 func wants(c plan.Cell, pr scenario.Probe) bool { return c.Def != nil && c.Def.Probes&pr != 0 }
 
 // churnProbe reads the TIME_WAIT sockets and the ephemeral port range right
-// after a cell whose scenario asks for scenario.ProbeTimeWait (churn). Containers run with host networking here, so the
-// host's tables hold the proxy's sockets too.
+// after a cell whose scenario asks for scenario.ProbeTimeWait (churn). With
+// host networking (the lab's default) the host's tables hold the proxy's
+// sockets too.
 func churnProbe(ctx context.Context, target string) *manifest.Churn {
 	if ctx.Err() != nil {
 		return nil

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"proxybench/internal/promtest"
 	"strconv"
 	"strings"
@@ -30,11 +28,8 @@ import (
 // skips without it rather than building it (minutes).
 func prometheusBin(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("PROXYBENCH_PROMETHEUS"); p != "" {
-		return p
-	}
-	p, _ := filepath.Abs("../../../.cache/bin/prometheus-v0.316.0")
-	if _, err := os.Stat(p); err != nil {
+	p, ok := promtest.Lookup("prometheus")
+	if !ok {
 		t.Skip("no Prometheus binary (scripts/gobin.sh prometheus builds it)")
 	}
 	return p
