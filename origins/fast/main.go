@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -23,19 +22,7 @@ import (
 func main() { os.Exit(run(os.Getenv, os.Stderr)) }
 
 func run(getenv func(string) string, stderr io.Writer) int {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg, err := contract.LoadConfig(getenv, "fast")
-	if err != nil {
-		log.Error("bad config", "err", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, cfg, log); err != nil {
-		log.Error("origin failed", "err", err)
-		return 1
-	}
-	return 0
+	return contract.Main("fast", getenv, stderr, serve)
 }
 
 func serve(ctx context.Context, cfg contract.Config, log *slog.Logger) error {

@@ -12,8 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"proxybench/origins/internal/contract"
@@ -22,19 +20,7 @@ import (
 func main() { os.Exit(run(os.Getenv, os.Stderr)) }
 
 func run(getenv func(string) string, stderr io.Writer) int {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg, err := contract.LoadConfig(getenv, "go")
-	if err != nil {
-		log.Error("bad config", "err", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, cfg, log); err != nil {
-		log.Error("origin failed", "err", err)
-		return 1
-	}
-	return 0
+	return contract.Main("go", getenv, stderr, serve)
 }
 
 func serve(ctx context.Context, cfg contract.Config, log *slog.Logger) error {
