@@ -78,26 +78,33 @@ func loadgenVersion() string {
 // killed"; "" when the engine cannot tell. dockerx.Container carries no
 // exit code, so this asks the engine directly.
 func exitInfo(ctx context.Context, id string) string {
-	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return ""
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	r, err := c.ContainerInspect(ctx, id)
-	if err != nil || r.State == nil {
-		return ""
-	}
-	s := "code " + strconv.Itoa(r.State.ExitCode)
-	if r.State.OOMKilled {
-		s += ", OOM killed"
-	}
-	return s
+	return askEngine(ctx, func(ctx context.Context, c *client.Client) string {
+		r, err := c.ContainerInspect(ctx, id)
+		if err != nil || r.State == nil {
+			return ""
+		}
+		s := "code " + strconv.Itoa(r.State.ExitCode)
+		if r.State.OOMKilled {
+			s += ", OOM killed"
+		}
+		return s
+	})
 }
 
 // dockerVersion asks the engine for its version; "" when there is none.
 func dockerVersion(ctx context.Context) string {
+	return askEngine(ctx, func(ctx context.Context, c *client.Client) string {
+		v, err := c.ServerVersion(ctx)
+		if err != nil {
+			return ""
+		}
+		return v.Version + " (API " + v.APIVersion + ")"
+	})
+}
+
+// askEngine runs one question to the engine within 3 s; "" when the
+// engine cannot be reached.
+func askEngine(ctx context.Context, ask func(context.Context, *client.Client) string) string {
 	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return ""
@@ -105,9 +112,5 @@ func dockerVersion(ctx context.Context) string {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	v, err := c.ServerVersion(ctx)
-	if err != nil {
-		return ""
-	}
-	return v.Version + " (API " + v.APIVersion + ")"
+	return ask(ctx, c)
 }
