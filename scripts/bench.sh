@@ -27,7 +27,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 [ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
 
-scripts/engine.sh || exit 1
+ENGINE_COMPOSE=skip scripts/engine.sh || exit 1 # stack.sh up ensures compose
 # The loadgen's /metrics binds where Prometheus can reach it and no wider:
 # loopback on the host network, LISTEN when the lab is exposed, and the
 # docker bridge's gateway (host.docker.internal to Prometheus) on the bridge.

@@ -10,6 +10,10 @@
 # containers keep running while dockerd restarts, so a run survives it.
 #   engine.sh restart   restarts the dockerd this script started (or the
 #                       systemd unit), as an outage test does
+#   ENGINE_COMPOSE=skip engine.sh   the engine only: a caller that builds
+#                       the compose plugin next to other builds
+#                       (stack.sh up, prepare.sh) installs it with a
+#                       second engine.sh once that build is done
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${PROXYBENCH_STATE:-$PWD/.cache}/dockerd
@@ -17,7 +21,7 @@ mkdir -p "$LOG_DIR"
 
 say() { printf 'engine: %s\n' "$*" >&2; }
 
-have_compose() { docker compose version >/dev/null 2>&1; }
+have_compose() { [ "${ENGINE_COMPOSE:-}" = skip ] || docker compose version >/dev/null 2>&1; }
 
 # live_restore_config turns live-restore on for the next start or reload.
 live_restore_config() { mkdir -p /etc/docker && echo '{"live-restore": true}' >/etc/docker/daemon.json; }

@@ -14,9 +14,14 @@ source scripts/jobs.sh
 # Needs no engine; images.sh (offline) waits for this same build rather than
 # starting its own.
 job_start prometheus bash -c 'scripts/gobin.sh prometheus && scripts/gobin.sh promtool'
-scripts/engine.sh
+# The compose plugin (when missing) builds next to the images; engine.sh
+# installs it once built.
+docker compose version >/dev/null 2>&1 || job_start compose scripts/gobin.sh compose
+ENGINE_COMPOSE=skip scripts/engine.sh
 job_start chromium reporter/scripts/ensure-chromium.sh # after engine.sh's own apt-get
 scripts/images.sh
+[ -z "${JOB_PID[compose]:-}" ] || job_wait compose
+scripts/engine.sh
 rc=0
 for job in "${!JOB_PID[@]}"; do job_wait "$job" || rc=1; done
 exit "$rc"

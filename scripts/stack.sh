@@ -50,8 +50,19 @@ wait_healthy() {
 
 case ${1:-} in
   up)
-    scripts/engine.sh
-    scripts/images.sh
+    # On a new host the compose plugin's build (minutes) runs next to the
+    # image builds instead of before them.
+    if docker compose version >/dev/null 2>&1; then
+      scripts/engine.sh
+      scripts/images.sh
+    else
+      source scripts/jobs.sh
+      job_start compose scripts/gobin.sh compose
+      ENGINE_COMPOSE=skip scripts/engine.sh
+      scripts/images.sh
+      job_wait compose
+      scripts/engine.sh # installs the plugin just built
+    fi
     if [[ " $(services) " == *" grafana "* ]] && [ -z "${GRAFANA_ADMIN_PASSWORD:-}" ]; then
       say "Grafana needs an admin password: set GRAFANA_ADMIN_PASSWORD (anonymous viewers get read-only access)"; exit 2
     fi
