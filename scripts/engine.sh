@@ -106,4 +106,8 @@ if ! have_compose; then
   bin=$(scripts/gobin.sh compose 2>"$LOG_DIR/compose-build.log") || { tail -20 "$LOG_DIR/compose-build.log" >&2; exit 1; }
   install -D -m 0755 "$bin" /usr/local/lib/docker/cli-plugins/docker-compose
 fi
-say "docker $(docker version --format '{{.Server.Version}}') and $(docker compose version --short 2>/dev/null | sed 's/^/compose /') are up"
+if [ "${ENGINE_COMPOSE:-}" = skip ]; then
+  say "docker $(docker version --format '{{.Server.Version}}') is up"
+else
+  say "docker $(docker version --format '{{.Server.Version}}') and $(docker compose version --short 2>/dev/null | sed 's/^/compose /') are up"
+fi
