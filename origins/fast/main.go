@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -19,24 +18,15 @@ import (
 	"proxybench/origins/internal/contract"
 )
 
-func main() { os.Exit(run(os.Getenv, os.Stderr)) }
+func main() { os.Exit(contract.Main("fast", os.Getenv, os.Stderr, serve)) }
 
-func run(getenv func(string) string, stderr io.Writer) int {
-	return contract.Main("fast", getenv, stderr, serve)
-}
-
-func serve(ctx context.Context, cfg contract.Config, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
+func serve(ctx context.Context, ln net.Listener, cfg contract.Config, log *slog.Logger) error {
 	s := newServer(cfg.Name, time.Now)
 	go s.keepClock(ctx, time.Second)
 	go func() {
 		<-ctx.Done()
 		ln.Close()
 	}()
-	log.Info("origin listening", "name", cfg.Name, "addr", ln.Addr().String())
 	for {
 		c, err := ln.Accept()
 		if err != nil {

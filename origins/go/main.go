@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,24 +16,15 @@ import (
 	"proxybench/origins/internal/contract"
 )
 
-func main() { os.Exit(run(os.Getenv, os.Stderr)) }
+func main() { os.Exit(contract.Main("go", os.Getenv, os.Stderr, serve)) }
 
-func run(getenv func(string) string, stderr io.Writer) int {
-	return contract.Main("go", getenv, stderr, serve)
-}
-
-func serve(ctx context.Context, cfg contract.Config, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
+func serve(ctx context.Context, ln net.Listener, cfg contract.Config, log *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           newHandler(cfg.Name),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       contract.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("origin listening", "name", cfg.Name, "addr", ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
