@@ -9,44 +9,73 @@ import (
 	"strconv"
 )
 
-// Key is one proxy x origin x scenario x tier x repeat. Embedded in a struct
-// (without a tag), its fields are promoted both in Go and in encoding/json.
+// Key is one proxy x origin x scenario x tier x arm x repeat. Embedded in a
+// struct (without a tag), its fields are promoted both in Go and in
+// encoding/json.
 type Key struct {
 	ID       string `json:"id"` // stable within a run, e.g. "nginx.fast.simple.quick.r1"
 	Proxy    string `json:"proxy"`
 	Origin   string `json:"origin"`
 	Scenario string `json:"scenario"`
 	Tier     string `json:"tier"`
-	Repeat   int    `json:"repeat"`
+	// Arm tells apart cells measured the same way but for a deliberate
+	// treatment, interleaved in one run: "" for the plan's own cells,
+	// ArmControl for the A/A control's copy, the duet's and the observer's
+	// arm names (internal/arms).
+	Arm    string `json:"arm,omitempty"`
+	Repeat int    `json:"repeat"`
 }
 
-// New is the key of one cell, its ID formatted by Format.
+// New is the key of one cell of the plan's own arm, its ID formatted by
+// Format.
 func New(proxy, origin, scenario, tier string, repeat int) Key {
-	return Key{ID: Format(proxy, origin, scenario, tier, repeat), Proxy: proxy, Origin: origin, Scenario: scenario, Tier: tier, Repeat: repeat}
+	return NewArm(proxy, origin, scenario, tier, "", repeat)
 }
 
-// Format is the id of a cell: <proxy>.<origin>.<scenario>.<tier>.r<repeat>.
-func Format(proxy, origin, scenario, tier string, repeat int) string {
+// NewArm is the key of one cell of an arm.
+func NewArm(proxy, origin, scenario, tier, arm string, repeat int) Key {
+	return Key{ID: Format(proxy, origin, scenario, tier, arm, repeat), Proxy: proxy, Origin: origin, Scenario: scenario, Tier: tier, Arm: arm, Repeat: repeat}
+}
+
+// Format is the id of a cell: <proxy>.<origin>.<scenario>.<tier>.r<repeat>,
+// with .<arm> before the repeat when the arm is not "".
+func Format(proxy, origin, scenario, tier, arm string, repeat int) string {
+	if arm != "" {
+		return fmt.Sprintf("%s.%s.%s.%s.%s.r%d", proxy, origin, scenario, tier, arm, repeat)
+	}
 	return fmt.Sprintf("%s.%s.%s.%s.r%d", proxy, origin, scenario, tier, repeat)
 }
 
 // GroupKey identifies the cell across repeats and runs:
-// <proxy>.<origin>.<scenario>.<tier>.
-func (k Key) GroupKey() string { return k.Proxy + "." + k.Origin + "." + k.Scenario + "." + k.Tier }
+// <proxy>.<origin>.<scenario>.<tier>, with .<arm> when the arm is not "".
+func (k Key) GroupKey() string {
+	g := k.Proxy + "." + k.Origin + "." + k.Scenario + "." + k.Tier
+	if k.Arm != "" {
+		g += "." + k.Arm
+	}
+	return g
+}
+
+// PlanKey is GroupKey without the arm: the cells every arm measures alike.
+func (k Key) PlanKey() string { return k.Proxy + "." + k.Origin + "." + k.Scenario + "." + k.Tier }
+
+// ArmControl is the arm of the A/A control: a copy of one group of the
+// plan's own cells, measured the same way, interleaved with them.
+const ArmControl = "aa"
 
 // RepeatLabel is the repeat as the metric label value.
 func (k Key) RepeatLabel() string { return strconv.Itoa(k.Repeat) }
 
 // LabelValues are the values of the cell labels cell, proxy, origin,
-// scenario, tier and repeat, in that order.
+// scenario, tier, arm and repeat, in that order.
 func (k Key) LabelValues() []string {
-	return []string{k.ID, k.Proxy, k.Origin, k.Scenario, k.Tier, k.RepeatLabel()}
+	return []string{k.ID, k.Proxy, k.Origin, k.Scenario, k.Tier, k.Arm, k.RepeatLabel()}
 }
 
 // FromLabels reads a key back from the labels of a cell series (cell,
-// proxy, origin, scenario, tier, repeat); a repeat that is not a number
-// reads as 0.
+// proxy, origin, scenario, tier, arm, repeat); a repeat that is not a
+// number reads as 0, a missing arm as "".
 func FromLabels(l map[string]string) Key {
 	rep, _ := strconv.Atoi(l["repeat"])
-	return Key{ID: l["cell"], Proxy: l["proxy"], Origin: l["origin"], Scenario: l["scenario"], Tier: l["tier"], Repeat: rep}
+	return Key{ID: l["cell"], Proxy: l["proxy"], Origin: l["origin"], Scenario: l["scenario"], Tier: l["tier"], Arm: l["arm"], Repeat: rep}
 }

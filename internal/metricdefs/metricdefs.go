@@ -134,7 +134,7 @@ var (
 	TrafficLabels = []string{"proxy", "origin", "scenario"}
 	// CellLabels are the labels of the cell window series; all are bounded
 	// by the plan.
-	CellLabels = []string{"run", "cell", "proxy", "origin", "scenario", "tier", "repeat"}
+	CellLabels = []string{"run", "cell", "proxy", "origin", "scenario", "tier", "arm", "repeat"}
 	// GCLabels are the labels of the exporter's gctrace series.
 	GCLabels = []string{"container", "service"}
 )

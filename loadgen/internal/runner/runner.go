@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
@@ -392,7 +391,7 @@ func (r *Runner) skipped(c plan.Cell, skip *manifest.Skip) manifest.Cell {
 
 func base(c plan.Cell) manifest.Cell {
 	return manifest.Cell{
-		Key:  cellid.Key{ID: c.ID, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Repeat: c.Repeat},
+		Key:  c.Key,
 		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
 		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
 		Codes: map[string]int64{}, Expected: c.Def.Statuses(),
