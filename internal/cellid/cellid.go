@@ -59,9 +59,19 @@ func (k Key) GroupKey() string {
 // PlanKey is GroupKey without the arm: the cells every arm measures alike.
 func (k Key) PlanKey() string { return k.Proxy + "." + k.Origin + "." + k.Scenario + "." + k.Tier }
 
-// ArmControl is the arm of the A/A control: a copy of one group of the
-// plan's own cells, measured the same way, interleaved with them.
-const ArmControl = "aa"
+// The arms besides the plan's own (""). Each is compared with the plan's
+// own cells of the same PlanKey, repeat by repeat.
+const (
+	// ArmControl is the A/A control: a copy of one group of the plan's own
+	// cells, measured the same way, interleaved with them.
+	ArmControl = "aa"
+	// ArmCandidate is the duet's candidate: the plan's cells with the
+	// candidate's change applied, alternating with the baseline's.
+	ArmCandidate = "candidate"
+	// ArmUnobserved is the observer study's arm: the plan's cells with the
+	// observability stack paused, alternating with the observed ones.
+	ArmUnobserved = "unobserved"
+)
 
 // RepeatLabel is the repeat as the metric label value.
 func (k Key) RepeatLabel() string { return strconv.Itoa(k.Repeat) }
