@@ -64,6 +64,7 @@ const (
 	SkipProxyDied     SkipKind = "proxy_died"        // the proxy died during an earlier cell
 	SkipInterrupted   SkipKind = "interrupted"       // the run was stopped before the cell
 	SkipDiskFull      SkipKind = "disk_full"         // the results disk filled up before the cell
+	SkipArm           SkipKind = "arm_failed"        // the cell's arm could not be applied (a duet's quota, the observer's pause)
 	// SkipUnspecified is an older manifest's skip whose text names no kind
 	// (see legacySkip).
 	SkipUnspecified SkipKind = "unspecified"

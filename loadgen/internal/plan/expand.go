@@ -2,6 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"proxybench/internal/cellid"
@@ -37,10 +40,20 @@ type Expanded struct {
 	Cells   []Cell `json:"cells"`
 }
 
-// Expand lists the cells proxy-major (every cell of a proxy together, so a
-// proxy is isolated and cooled down once), then tier (short cells first),
-// repeat, origin, scenario: repeats are interleaved across origins so a
-// transient disturbance does not hit all repeats of one cell.
+// Expand lists the cells tier by tier (short cells first), then in rounds:
+// round r holds repeat r of every proxy x origin x scenario, proxy after
+// proxy (A B C D, A B C D, ...), so drift over the run spreads over every
+// proxy instead of landing on one (order random shuffles the proxies and
+// their origins in every round, from the seed). Within a round a proxy's
+// cells stay together, so it is isolated once per round.
+//
+// Arms (cellid): a duet or an observer study measures every cell twice in a
+// row, the plan's own arm and the treated one, in ABBA order (odd repeats
+// plan's arm first, even repeats the treated arm first) so that a linear
+// drift cancels. With 2+ repeats and Control, the first runnable group of
+// the first tier is measured once more at the end of every round, as the
+// A/A control (cellid.ArmControl): the same cell, its copy as far apart in
+// time as two proxies of one round can be.
 func (p *Plan) Expand() (*Expanded, error) {
 	tiers, err := p.tiers()
 	if err != nil {
@@ -53,33 +66,111 @@ func (p *Plan) Expand() (*Expanded, error) {
 			return nil, err
 		}
 	}
-	for _, proxy := range p.Proxies {
-		for ti, t := range tiers {
-			m := models[ti]
-			conc, rate := m.Summary()
-			for r := 1; r <= p.Repeats; r++ {
-				for _, origin := range p.Origins {
-					for _, name := range p.Scenarios {
-						sc, err := scenario.Lookup(name)
-						if err != nil {
-							return nil, err
+	scs := make([]*scenario.Scenario, len(p.Scenarios))
+	for i, name := range p.Scenarios {
+		if scs[i], err = scenario.Lookup(name); err != nil {
+			return nil, err
+		}
+	}
+	cell := func(ti int, proxy, origin string, si int, arm string, r int) Cell {
+		t, m := tiers[ti], models[ti]
+		conc, rate := m.Summary()
+		c := Cell{
+			Key:  cellid.NewArm(proxy, origin, scs[si].Name, t.Name, arm, r),
+			Mode: m.Name(), Concurrency: conc, Rate: rate, Load: m,
+			Duration: Duration(t.Duration),
+		}
+		if t.Duration >= WarmupThreshold {
+			c.Warmup = p.Warmup
+		}
+		p.applyScenario(&c, scs[si])
+		return c
+	}
+	control := p.controlGroup(cell)
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x70726f7879))
+	for ti := range tiers {
+		for r := 1; r <= p.Repeats; r++ {
+			for _, proxy := range p.shuffled(rng, p.Proxies) {
+				for _, origin := range p.shuffled(rng, p.Origins) {
+					for si := range scs {
+						for _, arm := range p.arms(r) {
+							x.Cells = append(x.Cells, cell(ti, proxy, origin, si, arm, r))
 						}
-						c := Cell{
-							Key:  cellid.New(proxy, origin, name, t.Name, r),
-							Mode: m.Name(), Concurrency: conc, Rate: rate, Load: m,
-							Duration: Duration(t.Duration),
-						}
-						if t.Duration >= WarmupThreshold {
-							c.Warmup = p.Warmup
-						}
-						p.applyScenario(&c, sc)
-						x.Cells = append(x.Cells, c)
 					}
 				}
+			}
+			if control != nil && ti == 0 {
+				x.Cells = append(x.Cells, cell(0, control.Proxy, control.Origin, control.si, cellid.ArmControl, r))
 			}
 		}
 	}
 	return x, nil
+}
+
+// Treated is the arm a duet or an observer study adds to the plan's own
+// (""), or "" when the run has none.
+func (p *Plan) Treated() string {
+	switch {
+	case p.DuetCPUs > 0:
+		return cellid.ArmCandidate
+	case p.Observer:
+		return cellid.ArmUnobserved
+	}
+	return ""
+}
+
+// arms are the arms of repeat r in the order they run: ABBA over repeats.
+func (p *Plan) arms(r int) []string {
+	t := p.Treated()
+	switch {
+	case t == "":
+		return []string{""}
+	case r%2 == 1:
+		return []string{"", t}
+	}
+	return []string{t, ""}
+}
+
+// shuffled is names in the plan's order, or shuffled by rng for order
+// random.
+func (p *Plan) shuffled(rng *rand.Rand, names []string) []string {
+	if p.Order != OrderRandom {
+		return names
+	}
+	out := slices.Clone(names)
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+type controlCell struct {
+	Proxy, Origin string
+	si            int
+}
+
+// controlGroup is the group the A/A control copies: the first of the first
+// tier, in the plan's order, that runs (not skipped); nil without one.
+func (p *Plan) controlGroup(cell func(ti int, proxy, origin string, si int, arm string, r int) Cell) *controlCell {
+	if !p.Control || p.Repeats < 2 {
+		return nil
+	}
+	for _, proxy := range p.Proxies {
+		for _, origin := range p.Origins {
+			for si := range p.Scenarios {
+				if cell(0, proxy, origin, si, "", 1).Skip == nil {
+					return &controlCell{Proxy: proxy, Origin: origin, si: si}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// seedOf is the random order's seed derived from the run id, so that a
+// rerun under the same id repeats the order.
+func seedOf(run string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(run))
+	return int64(h.Sum64() &^ (1 << 63))
 }
 
 // Estimate is how long the run takes at least: cells, warm-ups, settles,

@@ -42,6 +42,11 @@ type Plan struct {
 	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
 	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
 	Repeats     int      `yaml:"repeats" json:"repeats"`               //
+	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
+	Seed        int64    `yaml:"seed" json:"seed,omitempty"`           // random order's seed; 0 = one derived from the run id
+	Control     bool     `yaml:"control" json:"control"`               // an A/A control in runs with 2+ repeats
+	DuetCPUs    float64  `yaml:"duet_cpus" json:"duet_cpus,omitempty"` // duet: the candidate arm's proxy CPU quota (cores); 0 = no duet
+	Observer    bool     `yaml:"observer" json:"observer,omitempty"`   // observer study: every cell also with the observability stack paused
 	Isolate     bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
 	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
@@ -84,6 +89,8 @@ func Default() Plan {
 		Concurrency: 50,
 		StageKind:   load.KindRate,
 		Repeats:     1,
+		Order:       OrderInterleaved,
+		Control:     true,
 		Isolate:     true,
 		Warmup:      Duration(5 * time.Second),
 		Cooldown:    Duration(10 * time.Second),
@@ -102,6 +109,16 @@ func Default() Plan {
 	}
 }
 
+// Orders of the cells within each round of repeats.
+const (
+	// OrderInterleaved runs round after round (A B C D, A B C D, ...), the
+	// proxies in the plan's order.
+	OrderInterleaved = "interleaved"
+	// OrderRandom shuffles the proxies (and within a proxy its origins) in
+	// every round, from the plan's seed.
+	OrderRandom = "random"
+)
+
 // RunID is the default run id: the UTC start time, sortable.
 func RunID(now time.Time) string { return now.UTC().Format("20060102T150405Z") }
 
@@ -116,6 +133,9 @@ func (p *Plan) Finish(now time.Time) {
 	}
 	if p.Mode == "" {
 		p.Mode = load.DefaultMode(p.Rate, len(p.Stages))
+	}
+	if p.Order == OrderRandom && p.Seed == 0 {
+		p.Seed = seedOf(p.Run)
 	}
 }
 
@@ -159,6 +179,18 @@ func (p *Plan) Validate() error {
 	}
 	if p.Repeats < 1 || p.Repeats > 100 {
 		bad("repeats %d: use 1..100", p.Repeats)
+	}
+	if p.Order != OrderInterleaved && p.Order != OrderRandom {
+		bad("order %q: use %s (round after round, the proxies in the plan's order) or %s (shuffled every round from seed)", p.Order, OrderInterleaved, OrderRandom)
+	}
+	if p.DuetCPUs < 0 || math.IsNaN(p.DuetCPUs) || math.IsInf(p.DuetCPUs, 0) || (p.DuetCPUs > 0 && p.DuetCPUs < 0.01) {
+		bad("duet_cpus %g: the candidate's proxy CPU quota in cores, at least 0.01 (0 = no duet)", p.DuetCPUs)
+	}
+	if p.DuetCPUs > 0 && p.Observer {
+		bad("duet_cpus with observer: a run is either a duet or an observer study; run them apart")
+	}
+	if (p.DuetCPUs > 0 || p.Observer) && p.Repeats < 2 {
+		bad("repeats %d with a duet or an observer study: pairs need 2 repeats at least (5 to see a change beyond the noise)", p.Repeats)
 	}
 	for _, d := range []struct {
 		name string

@@ -9,9 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"proxybench/internal/cellid"
 
 	"proxybench/loadgen/internal/load"
 )
@@ -75,7 +78,8 @@ func TestLoad(t *testing.T) {
 			}},
 		{name: "RUNNER.md example", args: []string{"-plan", "testdata/example.yaml"}, check: func(t *testing.T, p *Plan) {
 			x, err := p.Expand()
-			if err != nil || len(x.Cells) != 2*2*3 || x.Cells[0].ID != "nginx.fast.simple.medium.r1" || !x.LongRun {
+			// 2 proxies x 2 origins x 3 repeats, and the A/A control's 3.
+			if err != nil || len(x.Cells) != 2*2*3+3 || x.Cells[0].ID != "nginx.fast.simple.medium.r1" || !x.LongRun {
 				t.Errorf("example expands to %v cells (%v)", len(x.Cells), err)
 			}
 		}},
@@ -175,31 +179,29 @@ func TestExpandOrderAndIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(x.Cells) != 2*2*2*2*2 {
+	// 2 tiers x 2 repeats x 2 proxies x 2 origins x 2 scenarios, and the
+	// A/A control's copy in each round of the first tier.
+	if len(x.Cells) != 2*2*2*2*2+2 {
 		t.Fatalf("%d cells", len(x.Cells))
 	}
 	var ids []string
-	for _, c := range x.Cells[:9] {
+	for _, c := range x.Cells[:19] {
 		ids = append(ids, c.ID)
 	}
 	want := []string{
 		"traefik.fast.simple.5s.r1", "traefik.fast.auth.5s.r1", "traefik.go.simple.5s.r1", "traefik.go.auth.5s.r1",
+		"nginx.fast.simple.5s.r1", "nginx.fast.auth.5s.r1", "nginx.go.simple.5s.r1", "nginx.go.auth.5s.r1",
+		"traefik.fast.simple.5s.aa.r1",
 		"traefik.fast.simple.5s.r2", "traefik.fast.auth.5s.r2", "traefik.go.simple.5s.r2", "traefik.go.auth.5s.r2",
+		"nginx.fast.simple.5s.r2", "nginx.fast.auth.5s.r2", "nginx.go.simple.5s.r2", "nginx.go.auth.5s.r2",
+		"traefik.fast.simple.5s.aa.r2",
 		"traefik.fast.simple.30s.r1",
 	}
 	if strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Errorf("order\n got %v\nwant %v", ids, want)
 	}
-	// proxy-major: once a proxy is left it never comes back.
-	seen := map[string]bool{}
-	prev := ""
-	for _, c := range x.Cells {
-		if c.Proxy != prev {
-			if seen[c.Proxy] {
-				t.Fatalf("proxy %s resumes at %s", c.Proxy, c.ID)
-			}
-			seen[c.Proxy], prev = true, c.Proxy
-		}
+	if a := x.Cells[8]; a.Arm != cellid.ArmControl || a.PlanKey() != x.Cells[0].PlanKey() || a.GroupKey() == x.Cells[0].GroupKey() {
+		t.Errorf("control cell %+v", a.Key)
 	}
 	c := x.Cells[0]
 	if c.Path != "/fast/" || c.Skip != nil || x.Cells[1].Skip == nil || x.Cells[1].Path != "/auth/fast/" {
@@ -207,6 +209,79 @@ func TestExpandOrderAndIDs(t *testing.T) {
 	}
 	if !x.LongRun {
 		t.Error("30s tier should make a long run")
+	}
+}
+
+func TestExpandArmsAndRandomOrder(t *testing.T) {
+	t.Parallel()
+	expand := func(args string) *Expanded {
+		t.Helper()
+		p, err := Load(strings.Fields(args), now, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := p.Expand()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	ids := func(x *Expanded) string {
+		var out []string
+		for _, c := range x.Cells {
+			out = append(out, c.ID)
+		}
+		return strings.Join(out, " ")
+	}
+	// The duet: ABBA by repeat, cell by cell; no control without -control.
+	d := expand("-tier 5s -proxies nginx -origins fast,go -repeats 2 -duet-cpus 0.7 -control=false")
+	want := "nginx.fast.simple.5s.r1 nginx.fast.simple.5s.candidate.r1 nginx.go.simple.5s.r1 nginx.go.simple.5s.candidate.r1 " +
+		"nginx.fast.simple.5s.candidate.r2 nginx.fast.simple.5s.r2 nginx.go.simple.5s.candidate.r2 nginx.go.simple.5s.r2"
+	if got := ids(d); got != want {
+		t.Errorf("duet order\n got %s\nwant %s", got, want)
+	}
+	o := expand("-tier 5s -proxies nginx -origins fast -repeats 2 -observer")
+	if got := ids(o); got != "nginx.fast.simple.5s.r1 nginx.fast.simple.5s.unobserved.r1 nginx.fast.simple.5s.aa.r1 "+
+		"nginx.fast.simple.5s.unobserved.r2 nginx.fast.simple.5s.r2 nginx.fast.simple.5s.aa.r2" {
+		t.Errorf("observer order %s", got)
+	}
+	// The control copies the first group that runs: caddy has no ratelimit.
+	c := expand("-tier 5s -proxies caddy,nginx -origins fast -scenarios ratelimit -repeats 2")
+	if last := c.Cells[len(c.Cells)-1]; last.ID != "nginx.fast.ratelimit.5s.aa.r2" {
+		t.Errorf("control %s", last.ID)
+	}
+	if one := expand("-tier 5s -proxies nginx -origins fast"); len(one.Cells) != 1 {
+		t.Errorf("1 repeat has no control: %s", ids(one))
+	}
+	// Random: the same cells, each round a permutation, reproducible from
+	// the seed (and from the run id when no seed is given).
+	base := "-tier 5s -proxies nginx,haproxy,traefik,caddy -origins fast,go -repeats 6 -order random"
+	r1, r2, r3 := expand(base+" -seed 7"), expand(base+" -seed 7"), expand(base+" -seed 8")
+	if ids(r1) != ids(r2) || ids(r1) == ids(r3) {
+		t.Error("random order is not a function of the seed")
+	}
+	inter := expand("-tier 5s -proxies nginx,haproxy,traefik,caddy -origins fast,go -repeats 6")
+	if ids(r1) == ids(inter) {
+		t.Error("random order equals interleaved")
+	}
+	got, want2 := strings.Fields(ids(r1)), strings.Fields(ids(inter))
+	slices.Sort(got)
+	slices.Sort(want2)
+	if !slices.Equal(got, want2) {
+		t.Error("random order changes the cells, not only their order")
+	}
+	firsts := map[string]bool{}
+	for i := 0; i < len(r1.Cells); i += 9 { // 8 cells and the control per round
+		if r1.Cells[i+8].Arm != cellid.ArmControl {
+			t.Fatalf("round %d does not end with the control: %s", i/9, r1.Cells[i+8].ID)
+		}
+		firsts[r1.Cells[i].Proxy] = true
+	}
+	if len(firsts) < 2 {
+		t.Errorf("6 shuffled rounds all start with the same proxy: %v", firsts)
+	}
+	if p, _ := Load(strings.Fields("-order random -run x"), now, io.Discard); p == nil || p.Seed == 0 {
+		t.Error("no seed derived from the run id")
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package runner owns `loadgen run`: it walks the expanded plan proxy by
-// proxy (isolation through Docker, preflight, warm-up, settle, cooldown),
+// Package runner owns `loadgen run`: it walks the expanded plan round by
+// round, a proxy's cells of a round together (isolation through Docker,
+// preflight, arms' treatments, warm-up, settle, cooldown),
 // drives the attack engine one cell at a time, publishes the cell window
 // series, and keeps results/<run>/manifest.json current after every cell so
 // nothing measured is lost to a crash, a dead proxy or Ctrl-C.
@@ -92,6 +93,8 @@ type Runner struct {
 	sentAny bool // some cell has sent traffic: settle before the next
 	lastPxy string
 	broken  int
+	proxies map[string]*proxyState
+	arms    *arms
 	// full is set when the results disk ran out of space: the run stops
 	// after the cell that could not be saved (stop ends it).
 	full error
@@ -149,6 +152,16 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		iso.unpauseLeftovers(ctx)
 	}
 
+	r.proxies = map[string]*proxyState{}
+	r.arms = &arms{d: r.Docker, project: p.Project, cpus: p.DuetCPUs, log: r.Log}
+	defer func() {
+		// A treatment (a cut quota, a paused Prometheus) never outlives the
+		// run, Ctrl-C included.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		r.arms.undo(rctx)
+	}()
+
 	outer := ctx
 	ctx, r.stop = context.WithCancel(ctx)
 	defer r.stop()
@@ -189,10 +202,20 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	return &Outcome{Manifest: r.m, Dir: r.dir, Broken: r.broken}, nil
 }
 
-// runProxy runs the consecutive cells of one proxy, starting at index base.
+// proxyState is what the run knows of one proxy across its rounds: it is
+// prepared (container, version, routes) once, and a proxy found dead stays
+// dead for the rest of the run.
+type proxyState struct {
+	skipAll *manifest.Skip
+	ctr     *dockerx.Container
+	routes  map[string]routecheck.Result
+	dead    *manifest.Skip
+}
+
+// runProxy runs one round's consecutive cells of one proxy, starting at
+// index base: the proxy is isolated for them and thawed after.
 func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells []plan.Cell) {
 	proxy := cells[0].Proxy
-	skipAll, ctr := r.prepareProxy(ctx, iso, proxy)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -200,23 +223,30 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			r.Log.Error("restore after proxy", "proxy", proxy, "err", err)
 		}
 	}()
-
-	routes := map[string]routecheck.Result{}
-	if skipAll == nil {
-		routes = r.preflight(ctx, proxy, cells)
+	st := r.proxies[proxy]
+	if st == nil {
+		st = &proxyState{routes: map[string]routecheck.Result{}}
+		r.proxies[proxy] = st
+		st.skipAll, st.ctr = r.prepareProxy(ctx, iso, proxy)
+		if st.skipAll == nil {
+			st.routes = r.preflight(ctx, proxy, r.cellsOf(proxy))
+		}
+	} else if st.skipAll == nil && st.dead == nil && r.Docker != nil && r.Plan.Isolate {
+		if err := iso.isolate(ctx, proxy); err != nil {
+			st.skipAll = &manifest.Skip{Kind: manifest.SkipIsolation, Reason: fmt.Sprintf("not run: isolation failed: %v", err)}
+		}
 	}
-	var dead *manifest.Skip
 	for k, c := range cells {
 		n := base + k + 1
 		skip := c.Skip.Manifest()
 		switch {
 		case skip != nil:
-		case skipAll != nil:
-			skip = skipAll
-		case dead != nil:
-			skip = dead
-		case !routes[c.Origin].OK:
-			skip = &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + routes[c.Origin].Reason}
+		case st.skipAll != nil:
+			skip = st.skipAll
+		case st.dead != nil:
+			skip = st.dead
+		case !st.routes[c.Origin].OK:
+			skip = &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + st.routes[c.Origin].Reason}
 		}
 		if ctx.Err() != nil {
 			return
@@ -229,23 +259,41 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			r.finish(n, mc)
 			continue
 		}
+		if err := r.arms.apply(ctx, c.Arm, st.ctr); err != nil {
+			r.broken++
+			r.finish(n, r.skipped(c, &manifest.Skip{Kind: manifest.SkipArm, Reason: "not run: " + err.Error()}))
+			continue
+		}
 		if d := r.quietBefore(c); d > 0 {
 			if err := r.Clock.Sleep(ctx, d); err != nil {
+				r.arms.undo(ctx)
 				return
 			}
 		}
-		mc, died := r.runCell(ctx, n, c, ctr)
+		mc, died := r.runCell(ctx, n, c, st.ctr)
+		r.arms.undo(ctx)
 		if mc.Status == manifest.CellFailed {
 			r.broken++
 		}
 		r.finish(n, mc)
 		if died != "" {
-			dead = &manifest.Skip{Kind: manifest.SkipProxyDied, Reason: fmt.Sprintf("not run: %s during cell %s", died, c.ID)}
+			st.dead = &manifest.Skip{Kind: manifest.SkipProxyDied, Reason: fmt.Sprintf("not run: %s during cell %s", died, c.ID)}
 		}
 		if ctx.Err() != nil {
 			return
 		}
 	}
+}
+
+// cellsOf is every cell of the plan for proxy, in every round.
+func (r *Runner) cellsOf(proxy string) []plan.Cell {
+	var out []plan.Cell
+	for _, c := range r.Plan.Cells {
+		if c.Proxy == proxy {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // quietBefore is how long to wait before c's traffic: settle between cells

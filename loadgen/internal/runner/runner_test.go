@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,9 +83,9 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 		t.Errorf("sleeps %v, want [3s]", got)
 	}
 	for _, want := range []string{
-		`proxybench_cell_window_end_timestamp_seconds{cell="nginx.fast.simple.1s.r1",origin="fast",proxy="nginx",repeat="1",run="t1",scenario="simple",tier="1s"}`,
-		`proxybench_cell_window_start_timestamp_seconds{cell="caddy.fast.simple.1s.r1"`,
-		`proxybench_cell_concurrency{cell="caddy.fast.simple.1s.r1",origin="fast",proxy="caddy",repeat="1",run="t1",scenario="simple",tier="1s"} 4`,
+		`proxybench_cell_window_end_timestamp_seconds{arm="",cell="nginx.fast.simple.1s.r1",origin="fast",proxy="nginx",repeat="1",run="t1",scenario="simple",tier="1s"}`,
+		`proxybench_cell_window_start_timestamp_seconds{arm="",cell="caddy.fast.simple.1s.r1"`,
+		`proxybench_cell_concurrency{arm="",cell="caddy.fast.simple.1s.r1",origin="fast",proxy="caddy",repeat="1",run="t1",scenario="simple",tier="1s"} 4`,
 		`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"}`,
 		`process_cpu_seconds_total`, `go_goroutines`,
 	} {
@@ -342,5 +343,57 @@ func TestModes(t *testing.T) {
 					c.Mode, c.Concurrency, c.Rate, c.Scheduled, c.Sent, c.Requests, c.DurationS)
 			}
 		})
+	}
+}
+
+// Rounds: the proxies alternate repeat by repeat, a proxy's routes are
+// checked once for the whole run, and the A/A control's copies end each
+// round; a proxy broken in round 1 stays skipped in round 2.
+func TestRoundsAndControl(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var mu sync.Mutex
+	probes := map[string]int{}
+	counting := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("User-Agent") != "proxybench-loadgen" { // the attack's; the preflight's is Go's
+				mu.Lock()
+				probes[name]++
+				mu.Unlock()
+			}
+			origin(w, r)
+		}
+	}
+	srv := map[string]*httptest.Server{"nginx": fakeProxy(t, counting("nginx")), "caddy": fakeProxy(t, counting("caddy"))}
+	a := args(t, dir, "-tier", "1s", "-proxies", "nginx,caddy,haproxy", "-origins", "fast", "-repeats", "2", "-concurrency", "1")
+	code := run(context.Background(), a, io.Discard, io.Discard, testLog(t), env{target: targets(srv), docker: noDocker, clock: &sleeper{}, metrics: listenLocal(t)})
+	if code == ExitOK {
+		t.Fatal("a run with a broken proxy (haproxy has no server) exited 0")
+	}
+	m, err := manifest.Read(filepath.Join(dir, "t1", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range m.Cells {
+		got = append(got, c.ID+" "+c.Status)
+	}
+	want := []string{
+		"nginx.fast.simple.1s.r1 ok", "caddy.fast.simple.1s.r1 ok", "haproxy.fast.simple.1s.r1 skipped", "nginx.fast.simple.1s.aa.r1 ok",
+		"nginx.fast.simple.1s.r2 ok", "caddy.fast.simple.1s.r2 ok", "haproxy.fast.simple.1s.r2 skipped", "nginx.fast.simple.1s.aa.r2 ok",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("cells\n got %v\nwant %v", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if probes["nginx"] == 0 || probes["caddy"] == 0 {
+		t.Fatalf("no preflight seen: %v", probes)
+	}
+	once := map[string]int{"nginx": probes["nginx"], "caddy": probes["caddy"]}
+	// Every preflight of a proxy asks its routes once (no retries here): a
+	// second round would double them.
+	if once["nginx"] != 1 || once["caddy"] != 1 {
+		t.Errorf("preflight requests per proxy %v: routes checked more than once per run", once)
 	}
 }
