@@ -11,6 +11,8 @@ CONCURRENCY ?= 50
 RATE        ?= 0
 REPEATS     ?= 1
 ISOLATE     ?= true
+ORDER       ?= interleaved
+SEED        ?= 0
 PLAN        ?=
 RESULTS     ?= results
 PROM        ?= http://127.0.0.1:9090
@@ -24,7 +26,7 @@ space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
-.PHONY: $(PHONY_EXTRA) help bench up down preflight images report diff perf lint test test-unit test-e2e engine clean
+.PHONY: $(PHONY_EXTRA) help bench duet observer up down preflight images report diff perf lint test test-unit test-e2e engine clean
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -32,7 +34,19 @@ help: ## this list
 bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLAN RUN RESULTS)
 	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
-	  -isolate='$(ISOLATE)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+	  -isolate='$(ISOLATE)' -order '$(ORDER)' -seed '$(SEED)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+
+# A duet and an observer study need pairs: 5 repeats unless REPEATS is given.
+PAIRS = $(if $(filter file,$(origin REPEATS)),5,$(REPEATS))
+
+duet: ## interleaved A/B in one run: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; paired comparison, exit 4 on a regression beyond the noise floor (CPUS PROXIES ORIGINS REPEATS=5 TIER)
+	@test -n "$(CPUS)" || { echo "make duet: set CPUS=<the candidate's CPU quota for the proxy, in cores>, e.g. CPUS=0.7 (a 30 % cut of 1 core)"; exit 2; }
+	@scripts/arms.sh -duet-cpus '$(CPUS)' -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
+	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(RUN),-run '$(RUN)')
+
+observer: ## the observer effect: each cell with the observability stack on, then paused, interleaved; req/s and p99 differences with 95 % CIs (PROXIES ORIGINS=fast REPEATS=5 TIER)
+	@scripts/arms.sh -observer -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(if $(filter file,$(origin ORIGINS)),fast,$(ORIGINS)))' \
+	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(RUN),-run '$(RUN)')
 
 bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario, 2 s delay, fast origin); restarts proxies a run OOM-kills
 	@scripts/bench.sh -scenarios slow -slow-delay 2s -concurrency 10000 -origins fast -tier 10s -timeout 30s \
@@ -57,7 +71,7 @@ report: ## rebuild a run's report from Prometheus: make report RUN=<id>
 	@test -n "$(RUN)" || { echo "make report: set RUN=<run id> (see $(RESULTS)/history/manifest.json)"; exit 2; }
 	@go run ./reporter build -prom '$(PROM)' -run '$(RUN)' -results '$(RESULTS)'
 
-diff: ## compare two runs with significance: make diff A=<id> B=<id>
+diff: ## compare two runs with significance: make diff A=<id> B=<id> (for a gate, prefer make duet: one run cancels drift)
 	@test -n "$(A)" -a -n "$(B)" || { echo "make diff: set A=<run id> B=<run id>"; exit 2; }
 	@go run ./reporter diff -a '$(A)' -b '$(B)' -results '$(RESULTS)'
 

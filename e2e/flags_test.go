@@ -632,7 +632,7 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 		args []string
 	}
 	runs := []run{
-		{"cpu5a", []string{"-tier", "5s", "-concurrency", "5", "-repeats", "2"}},
+		{"cpu5a", []string{"-tier", "5s", "-concurrency", "5", "-repeats", "2", "-control=false"}},
 		{"cpu5b", []string{"-tier", "5s", "-concurrency", "40", "-settle", "4s"}},
 		{"cpu5c", []string{"-tier", "5s", "-rate", "3000", "-concurrency", "50"}},
 	}

@@ -131,7 +131,7 @@ func TestResultsDiskFull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin(t, "loadgen"), "run", "-run", "full", "-results", dir, "-linger", "1s",
-		"-tier", "2s", "-repeats", "3", "-proxies", "nginx", "-origins", "fast", "-concurrency", "4", "-isolate=false")
+		"-tier", "2s", "-repeats", "3", "-control=false", "-proxies", "nginx", "-origins", "fast", "-concurrency", "4", "-isolate=false")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestPrometheusOutageMidRun(t *testing.T) {
 	prom := promURL()
 	results := t.TempDir()
 	run := "promgap-" + time.Now().UTC().Format("150405")
-	cmd, lines := startRun(t, ctx, results, run, "-tier", "5s", "-repeats", "4", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")
+	cmd, lines := startRun(t, ctx, results, run, "-tier", "5s", "-repeats", "4", "-control=false", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")
 	waitLine(t, lines, "cell end", time.Minute) // r1 ended
 	down := time.Now()
 	docker(t, "stop", "-t", "1", "proxybench-prometheus")

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# arms.sh [loadgen run flags]: `make duet` and `make observer`. Runs the
+# bench (scripts/bench.sh) with the given arm flags, then compares each arm
+# with the plan's own cells of the same run, repeat by repeat
+# (reporter diff -run), and exits with the comparison's code: 4 when a duet's
+# candidate regressed beyond the run's noise floor.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+results=results run=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+    -results) results=${args[i+1]:-} ;;
+    -run) run=${args[i+1]:-} ;;
+  esac
+done
+if [ -z "$run" ]; then
+  run=arms-$(date -u +%Y%m%dT%H%M%SZ)
+  args+=(-run "$run")
+fi
+scripts/bench.sh "${args[@]}"
+brc=$?
+[ -f "$results/$run/report.json" ] || { echo "arms: no report for run $run (bench exit $brc)" >&2; exit 1; }
+.cache/dist/reporter diff -run "$run" -results "$results" -json "$results/$run/arms.json"
+rc=$?
+echo "arms: comparison: $results/$run/arms.md, $results/$run/arms.json" >&2
+[ $rc -ne 0 ] && exit $rc
+exit $brc
