@@ -156,3 +156,68 @@ func TestDockerIsolationAndDeath(t *testing.T) {
 		t.Error("host docker version missing")
 	}
 }
+
+// TestDockerArms runs a duet and an observer study against a throwaway
+// project on the real engine, reading the engine itself at every cell's
+// start: the candidate's cells see the proxy's quota at -duet-cpus and the
+// plan's own cells the container's own quota; the unobserved cells see the
+// project's observability container paused and the others see it running;
+// after the runs everything is as it was.
+func TestDockerArms(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dc, err := dockerx.New(ctx)
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	defer dc.Close()
+	img := localImage(t)
+	project := fmt.Sprintf("pbarms-test-%d", os.Getpid())
+	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "1.5", img, "python3", "-c", pyProxy)
+	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
+	infraID := dockerRun(t, project, "prometheus", "infra", img, "sleep", "600")
+
+	seen := map[string]string{}
+	h := &hooks{start: func(_ int, c plan.Cell) {
+		n, err := dc.NanoCPUs(ctx, proxyID)
+		in, ierr := dc.Inspect(ctx, infraID)
+		seen[c.ID] = fmt.Sprintf("%g %s %v %v", float64(n)/1e9, in.State, err, ierr)
+	}}
+	for _, tc := range []struct {
+		flag string
+		want map[string]string
+	}{
+		{"-duet-cpus=0.25", map[string]string{
+			"nginx.fast.simple.1s.r1": "1.5 running", "nginx.fast.simple.1s.candidate.r1": "0.25 running",
+			"nginx.fast.simple.1s.candidate.r2": "0.25 running", "nginx.fast.simple.1s.r2": "1.5 running"}},
+		{"-observer", map[string]string{
+			"nginx.fast.simple.1s.r1": "1.5 running", "nginx.fast.simple.1s.unobserved.r1": "1.5 paused",
+			"nginx.fast.simple.1s.unobserved.r2": "1.5 paused", "nginx.fast.simple.1s.r2": "1.5 running"}},
+	} {
+		clear(seen)
+		dir := t.TempDir()
+		a := args(t, dir, "-project", project, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-repeats", "2", "-control=false", tc.flag)
+		code := run(ctx, a, io.Discard, io.Discard, testLog(t), env{
+			target: func(string) (string, error) { return "http://" + addr, nil },
+			docker: func(context.Context) (Docker, error) { return dc, nil }, clock: &sleeper{},
+			display: func(d progress.Display) progress.Display { h.Display = d; return h },
+		})
+		if code != ExitOK {
+			t.Errorf("%s: exit %d", tc.flag, code)
+		}
+		for id, want := range tc.want {
+			if got := seen[id]; got != want+" <nil> <nil>" {
+				t.Errorf("%s: at the start of %s the engine said %q, want %q", tc.flag, id, got, want)
+			}
+		}
+		if len(seen) != len(tc.want) {
+			t.Errorf("%s: cells %v", tc.flag, seen)
+		}
+		n, _ := dc.NanoCPUs(ctx, proxyID)
+		in, _ := dc.Inspect(ctx, infraID)
+		if n != 15e8 || in.State != "running" {
+			t.Errorf("%s: after the run the quota is %g and the infra container %s", tc.flag, float64(n)/1e9, in.State)
+		}
+	}
+}
