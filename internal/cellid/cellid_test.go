@@ -41,12 +41,24 @@ func TestLabels(t *testing.T) {
 	if k.ID != "haproxy.go.auth.medium.r3" || k.GroupKey() != "haproxy.go.auth.medium" || k.RepeatLabel() != "3" {
 		t.Fatalf("%+v: group %q repeat %q", k, k.GroupKey(), k.RepeatLabel())
 	}
-	names := []string{"cell", "proxy", "origin", "scenario", "tier", "repeat"}
-	l := map[string]string{}
-	for i, v := range k.LabelValues() {
-		l[names[i]] = v
+	a := NewArm("haproxy", "go", "auth", "medium", ArmControl, 3)
+	if a.ID != "haproxy.go.auth.medium.aa.r3" || a.GroupKey() != "haproxy.go.auth.medium.aa" || a.PlanKey() != k.GroupKey() {
+		t.Fatalf("%+v: group %q plan %q", a, a.GroupKey(), a.PlanKey())
 	}
-	if got := FromLabels(l); !reflect.DeepEqual(got, k) {
-		t.Fatalf("FromLabels(%v) = %+v, want %+v", l, got, k)
+	// The label names are the cell series' (metricdefs.CellLabels without
+	// run), in order.
+	names := []string{"cell", "proxy", "origin", "scenario", "tier", "arm", "repeat"}
+	for _, key := range []Key{k, a} {
+		l := map[string]string{}
+		vals := key.LabelValues()
+		if len(vals) != len(names) {
+			t.Fatalf("%d label values for %d names", len(vals), len(names))
+		}
+		for i, v := range vals {
+			l[names[i]] = v
+		}
+		if got := FromLabels(l); !reflect.DeepEqual(got, key) {
+			t.Fatalf("FromLabels(%v) = %+v, want %+v", l, got, key)
+		}
 	}
 }
