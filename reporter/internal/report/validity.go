@@ -205,7 +205,7 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 			if c.ProxyRes.CPUSource == ProxyCPUEdges || c.LoadgenCPU.Source == LoadgenCPUEdges {
 				from = append(from, "edge CPU")
 			}
-			then = append(then, andList(from)+" come from the manifest")
+			then = append(then, AndList(from)+" come from the manifest")
 		} else {
 			sev = Invalid
 			then = append(then, "no manifest holds its counts, so the cell has none")
@@ -229,7 +229,7 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 	case 1:
 		then = append(then, unknown[0]+" is unknown")
 	default:
-		then = append(then, andList(unknown)+" are unknown")
+		then = append(then, AndList(unknown)+" are unknown")
 	}
 	return sev, "Prometheus scraped " + strings.Join(ev, " and ") + ": " + strings.Join(then, "; ")
 }
@@ -257,8 +257,8 @@ func scrapeEvidence(s *ScrapeCoverage) string {
 	return fmt.Sprintf("the %s %d times between %s and %s (%s)", s.Job, s.Scrapes, clock(s.From), clock(s.To), strings.Join(why, "; "))
 }
 
-// andList joins "a", "a and b", "a, b and c".
-func andList(xs []string) string {
+// AndList joins "a", "a and b", "a, b and c".
+func AndList(xs []string) string {
 	if len(xs) < 2 {
 		return strings.Join(xs, "")
 	}
