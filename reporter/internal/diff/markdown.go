@@ -53,7 +53,7 @@ func (res Result) Markdown(w io.Writer) error {
 		few = few || strings.Contains(r.Verdict, "too few")
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d | %s |\n", r.Key, r.Metric,
 			fmtVal(r.Metric, r.CentreA), fmtSpread(r.Metric, r.SpreadA, r.CentreA), fmtVal(r.Metric, r.CentreB), fmtSpread(r.Metric, r.SpreadB, r.CentreB),
-			fmtChange(r.Metric, r.Change), fmtCI(r.Metric, r.CILow, r.CIHigh), fmtFloor(r.Metric, r.Floor, r.FloorSource), fmtP(r.P), fmtP(r.PHolm),
+			fmtChange(r.Metric, r.Change), fmtCI(r.Metric, r.CILow, r.CIHigh), fmtFloor(r.Metric, r.Floor, r.FloorSource), report.FormatP(r.P), report.FormatP(r.PHolm),
 			len(r.A), len(r.B), bold(r.Verdict, r.Gate))
 	}
 	if len(res.Rows) > 0 {
@@ -145,7 +145,7 @@ func armTable(b *strings.Builder, set ArmSet, base, arm, change string) {
 	for _, r := range set.Rows {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", r.Key, r.Metric,
 			fmtVal(r.Metric, float64(r.Base)), fmtVal(r.Metric, float64(r.Paired.Arm)), fmtChange(r.Metric, float64(r.Change)),
-			fmtCI(r.Metric, float64(r.CILow), float64(r.CIHigh)), fmtFloor(r.Metric, r.Floor, r.FloorSource), fmtP(float64(r.P)), fmtP(float64(r.PHolm)),
+			fmtCI(r.Metric, float64(r.CILow), float64(r.CIHigh)), fmtFloor(r.Metric, r.Floor, r.FloorSource), report.FormatP(float64(r.P)), report.FormatP(float64(r.PHolm)),
 			r.N, bold(r.Verdict, r.Gate))
 	}
 	if len(set.Rows) > 0 {
@@ -252,7 +252,7 @@ func fmtChange(metric string, c float64) string {
 	case report.Absolute(metric):
 		return fmt.Sprintf("%+.2f pp", c*100)
 	}
-	return fmt.Sprintf("%+.1f %%", c*100)
+	return report.SignedPct(c)
 }
 
 // fmtCI is a change's 95 % interval; n/a without one.
@@ -276,16 +276,6 @@ func fmtFloor(metric string, f float64, src string) string {
 		v += " (" + src + ")"
 	}
 	return v
-}
-
-func fmtP(p float64) string {
-	switch {
-	case math.IsNaN(p):
-		return "n/a"
-	case p < 0.001:
-		return "< 0.001"
-	}
-	return fmt.Sprintf("%.3f", p)
 }
 
 // pp is an absolute share in percentage points.

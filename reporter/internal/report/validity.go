@@ -328,6 +328,27 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 // reasons and the report's list of checks state thresholds.
 func Pct(x float64) string { return fmt.Sprintf("%.4g %%", 100*x) }
 
+// FormatP renders a p-value to 3 decimals, "< 0.001" below, "n/a" when
+// unknown (untested).
+func FormatP(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "n/a"
+	case p < 0.001:
+		return "< 0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+// SignedPct renders a relative change with its sign and one decimal,
+// "+2.6 %" or "-31.1 %"; "–" when unknown.
+func SignedPct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*x)
+}
+
 func errorBreakdown(c *Cell) string {
 	return fmt.Sprintf("5xx %d, 4xx %d, transport %d", c.Classes.S5xx, c.Classes.S4xx, c.Classes.Transport)
 }
