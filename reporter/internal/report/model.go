@@ -1,6 +1,8 @@
 // Package report owns the report model, the report.json schema (versioned by
 // SchemaVersion) and the judgements made on it: validity flags per cell, SLO
-// verdicts, and summaries across repeats of the same cell.
+// verdicts, summaries across repeats of the same cell, the run's noise
+// floor (noise.go) and the comparison of each arm with the plan's own
+// cells, pair by repeat (arms.go).
 package report
 
 import (
