@@ -163,15 +163,10 @@ func better(metric string) int {
 
 // describe names a floor's source for a reader.
 func describe(src string) string {
-	switch src {
-	case report.FloorFromAA:
-		return "A/A control"
-	case report.FloorFromSpread:
-		return "spread"
-	case FloorThreshold:
+	if src == FloorThreshold {
 		return "-threshold"
 	}
-	return src
+	return report.SourceName(src)
 }
 
 // floorLine is a run's noise floor in words, for the outputs' headers.

@@ -224,21 +224,27 @@ func TestGates(t *testing.T) {
 			if strings.Contains(out.String(), "±0.0 %") {
 				t.Errorf("output shows a zero spread:\n%s", out.String())
 			}
-			golden := filepath.Join("testdata", tc.name+".md.golden")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGates -update)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("output differs from %s (go test -run TestGates -update to accept):\n%s", golden, out.String())
-			}
+			checkGolden(t, filepath.Join("testdata", tc.name+".md.golden"), out.Bytes())
 		})
+	}
+}
+
+// checkGolden compares got with the golden file at p, or rewrites it
+// with -update.
+func checkGolden(t *testing.T, p string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update)", err, strings.SplitN(t.Name(), "/", 2)[0])
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (go test -run %s -update to accept):\n%s", p, strings.SplitN(t.Name(), "/", 2)[0], got)
 	}
 }
 

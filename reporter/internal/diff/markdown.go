@@ -30,16 +30,10 @@ func (res Result) Markdown(w io.Writer) error {
 		res.A, res.B, tested(res.Rows), o.Alpha, report.Pct(o.Threshold), pp(o.ErrorThreshold))
 	fmt.Fprintf(&b, "Noise floor of A: %s.\n\nNoise floor of B: %s.\n\n", floorLine(res.FloorA, o.Metrics, o), floorLine(res.FloorB, o.Metrics, o))
 	b.WriteString(DriftNote + "\n\n")
-	var gates []string
-	for _, k := range res.Keys {
-		if k.Gate {
-			gates = append(gates, fmt.Sprintf("- %s: %s\n", k.Key, k.Reason))
-		}
-	}
+	gates := keyGates(res.Keys)
 	for _, r := range res.Rows {
 		if r.Gate {
-			gates = append(gates, fmt.Sprintf("- %s %s: %s (%s → %s, %s)\n", r.Key, r.Metric, r.Verdict, fmtVal(r.Metric, r.CentreA), fmtVal(r.Metric, r.CentreB),
-				fmtChange(r.Metric, r.Change)))
+			gates = append(gates, gateLine(r.Key, r.Metric, r.Verdict, r.CentreA, r.CentreB, r.Change))
 		}
 	}
 	writeGates(&b, gates)
@@ -87,16 +81,10 @@ func (res RunResult) Markdown(w io.Writer) error {
 			b.WriteString("## Duet: candidate against baseline\n\n")
 			fmt.Fprintf(&b, "A = the baseline (the plan's own cells), B = the candidate, alternating cell by cell. A regression: a key the candidate misses, failed or measured with more invalid repeats, "+
 				"or a change significant after Holm and worse by more than the run's noise floor (%s for the error ratio, whose rise beyond it always gates).\n\n", pp(o.ErrorThreshold))
-			var gates []string
-			for _, k := range set.Keys {
-				if k.Gate {
-					gates = append(gates, fmt.Sprintf("- %s: %s\n", k.Key, k.Reason))
-				}
-			}
+			gates := keyGates(set.Keys)
 			for _, r := range set.Rows {
 				if r.Gate {
-					gates = append(gates, fmt.Sprintf("- %s %s: %s (%s → %s, %s)\n", r.Key, r.Metric, r.Verdict, fmtVal(r.Metric, float64(r.Base)),
-						fmtVal(r.Metric, float64(r.Paired.Arm)), fmtChange(r.Metric, float64(r.Change))))
+					gates = append(gates, gateLine(r.Key, r.Metric, r.Verdict, float64(r.Base), float64(r.Paired.Arm), float64(r.Change)))
 				}
 			}
 			writeGates(&b, gates)
@@ -154,6 +142,22 @@ func armTable(b *strings.Builder, set ArmSet, base, arm, change string) {
 	if len(set.Unpaired) > 0 {
 		fmt.Fprintf(b, "Left out of the pairs: %s.\n\n", strings.Join(set.Unpaired, "; "))
 	}
+}
+
+// keyGates lists the gated keys, one line each.
+func keyGates(keys []KeyRow) []string {
+	var out []string
+	for _, k := range keys {
+		if k.Gate {
+			out = append(out, fmt.Sprintf("- %s: %s\n", k.Key, k.Reason))
+		}
+	}
+	return out
+}
+
+// gateLine is one gated metric: its verdict, the two centres and the change.
+func gateLine(key, metric, verdict string, a, b, change float64) string {
+	return fmt.Sprintf("- %s %s: %s (%s → %s, %s)\n", key, metric, verdict, fmtVal(metric, a), fmtVal(metric, b), fmtChange(metric, change))
 }
 
 func writeGates(b *strings.Builder, gates []string) {

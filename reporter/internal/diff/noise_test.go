@@ -3,7 +3,6 @@ package diff
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,22 +230,8 @@ func TestRunGolden(t *testing.T) {
 			if err := res.JSON(&js); err != nil {
 				t.Fatal(err)
 			}
-			for ext, got := range map[string][]byte{".md.golden": md.Bytes(), ".json.golden": js.Bytes()} {
-				p := filepath.Join("testdata", name+ext)
-				if *update {
-					if err := os.WriteFile(p, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatalf("%v (go test -run TestRunGolden -update)", err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s differs from %s (go test -run TestRunGolden -update to accept):\n%s", name, p, got)
-				}
-			}
+			checkGolden(t, filepath.Join("testdata", name+".md.golden"), md.Bytes())
+			checkGolden(t, filepath.Join("testdata", name+".json.golden"), js.Bytes())
 		})
 	}
 }

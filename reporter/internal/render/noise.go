@@ -87,21 +87,11 @@ func floorSentence(nf *report.NoiseFloor) string {
 	var parts []string
 	for _, m := range noiseMetrics {
 		if f, ok := nf.Of(m.name); ok {
-			parts = append(parts, fmt.Sprintf("%s ±%s (%s)", m.title, report.Pct(f), floorSource(nf.Metrics[m.name].Source)))
+			parts = append(parts, fmt.Sprintf("%s ±%s (%s)", m.title, report.Pct(f), report.SourceName(nf.Metrics[m.name].Source)))
 		}
 	}
 	return "**Noise floor of this run: " + report.AndList(parts) + ".** A margin between proxies or a change smaller than this is noise. " +
 		"Each is the larger of two measurements: the A/A control's 95 % interval end furthest from zero, and the median over cells of the half-width of the 95 % interval of the mean across repeats, relative to the mean."
-}
-
-func floorSource(src string) string {
-	switch src {
-	case report.FloorFromAA:
-		return "A/A control"
-	case report.FloorFromSpread:
-		return "spread"
-	}
-	return src
 }
 
 func floorTable(nf *report.NoiseFloor) Table {
@@ -109,7 +99,7 @@ func floorTable(nf *report.NoiseFloor) Table {
 		Right: []bool{false, true, false, true, true, true}}
 	for _, m := range noiseMetrics {
 		f := nf.Metrics[m.name]
-		t.Rows = append(t.Rows, []Cell{txt(m.title), txt(fmtRel(f.Floor)), txt(floorSource(f.Source)), txt(fmtRel(f.AABound)), txt(fmtRel(f.Spread)), txt(fmt.Sprint(f.SpreadGroups))})
+		t.Rows = append(t.Rows, []Cell{txt(m.title), txt(fmtRel(f.Floor)), txt(report.SourceName(f.Source)), txt(fmtRel(f.AABound)), txt(fmtRel(f.Spread)), txt(fmt.Sprint(f.SpreadGroups))})
 	}
 	t.Notes = []string{"n/a where the measurement is missing: no A/A control with 2 or more usable pairs, or no cell with 2 or more usable repeats."}
 	return t
@@ -154,25 +144,24 @@ func armTable(a report.ArmResult, caption, base, arm string, verdict func(string
 	return t
 }
 
-func aaVerdict(_ string, p report.Paired) Cell {
-	switch {
-	case !p.P.Known():
-		return txt("n/a")
-	case p.Significant(report.Alpha):
-		return Cell{Text: "⚠ differs: drift inside the run", Class: "suspect"}
+// sigVerdict is a measurement's verdict: whether the change is
+// significant after Holm, in the arm's words.
+func sigVerdict(no, yes string) func(string, report.Paired) Cell {
+	return func(_ string, p report.Paired) Cell {
+		switch {
+		case !p.P.Known():
+			return txt("n/a")
+		case p.Significant(report.Alpha):
+			return Cell{Text: "⚠ " + yes, Class: "suspect"}
+		}
+		return Cell{Text: "✓ " + no, Class: "valid"}
 	}
-	return Cell{Text: "✓ no difference", Class: "valid"}
 }
 
-func observerVerdict(_ string, p report.Paired) Cell {
-	switch {
-	case !p.P.Known():
-		return txt("n/a")
-	case p.Significant(report.Alpha):
-		return Cell{Text: "⚠ significant", Class: "suspect"}
-	}
-	return Cell{Text: "✓ not significant", Class: "valid"}
-}
+var (
+	aaVerdict       = sigVerdict("no difference", "differs: drift inside the run")
+	observerVerdict = sigVerdict("not significant", "significant")
+)
 
 // duetVerdict calls a change a regression or an improvement when it is
 // significant after Holm and beyond the run's noise floor, as `reporter

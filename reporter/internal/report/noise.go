@@ -48,6 +48,17 @@ const (
 	FloorFromSpread = "spread"
 )
 
+// SourceName names a floor's source (MetricFloor.Source) for a reader.
+func SourceName(src string) string {
+	switch src {
+	case FloorFromAA:
+		return "A/A control"
+	case FloorFromSpread:
+		return "spread"
+	}
+	return src
+}
+
 // NotMeasuredOneRepeat is NoiseFloor.NotMeasured for a run without repeats.
 const NotMeasuredOneRepeat = "1 repeat"
 
