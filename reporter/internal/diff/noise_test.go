@@ -124,9 +124,9 @@ func TestDuet(t *testing.T) {
 	if false_ > 5 {
 		t.Errorf("an unchanged candidate gated in %d of %d runs", false_, trials)
 	}
-	// 91 of 100 at this noise (8 % per cell, 5 pairs, Holm over 12
+	// 98 of 100 at this noise (8 % per cell, 5 pairs, Holm over 12
 	// tests); less noise catches all.
-	if caught < 85 {
+	if caught < 90 {
 		t.Errorf("a 30 %% CPU cut caught in only %d of %d runs", caught, trials)
 	}
 }

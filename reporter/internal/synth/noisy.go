@@ -67,7 +67,7 @@ func (n Noisy) Report() *report.Report {
 				pair := []string{""}
 				if n.Arm != "" {
 					pair = []string{"", n.Arm}
-					if rep%4 == 2 || rep%4 == 3 { // ABBA
+					if rep%2 == 0 { // ABBA: A B in odd repeats, B A in even ones
 						pair = []string{n.Arm, ""}
 					}
 				}
