@@ -20,8 +20,8 @@ func unplaced(seed uint64, run string, shift float64) synth.Noisy {
 	return synth.Noisy{Seed: seed, Run: run, Proxies: []string{"nginx", "haproxy"}, CV: 0.08, LatencyCV: 0.16, Drift: 0.1, Shift: shift, Control: true}
 }
 
-// oldRule is the gate diff had: a change beyond a fixed 5 % and a
-// two-sided Mann-Whitney p < 0.05 per test, without correction.
+// oldRule is a fixed-threshold gate: a change beyond 5 % and a two-sided
+// Mann-Whitney p < 0.05 per test, without correction.
 func oldRule(res Result) bool {
 	for _, r := range res.Rows {
 		worse := (better(r.Metric) > 0 && r.Change < 0) || (better(r.Metric) < 0 && r.Change > 0)
@@ -61,12 +61,12 @@ func TestSeparateRunsDrift(t *testing.T) {
 			caught++
 		}
 	}
-	t.Logf("three A/A diffs all exit 0 in %d of %d trials (the old rule alarmed in %d); a 30 %% cut caught in %d", clean, trials, oldAlarms, caught)
+	t.Logf("three A/A diffs all exit 0 in %d of %d trials (a fixed-threshold rule alarms in %d); a 30 %% cut caught in %d", clean, trials, oldAlarms, caught)
 	if clean < 90 {
 		t.Errorf("three A/A diffs exit 0 in only %d of %d trials", clean, trials)
 	}
 	if oldAlarms < 50 {
-		t.Errorf("the old rule alarmed in %d of %d trials: the drift modelled is too small to tell the rules apart", oldAlarms, trials)
+		t.Errorf("the fixed-threshold rule alarmed in %d of %d trials: the drift modelled is too small to tell the rules apart", oldAlarms, trials)
 	}
 	if caught < 95 {
 		t.Errorf("a 30 %% CPU cut between runs caught in only %d of %d trials", caught, trials)
