@@ -2,18 +2,22 @@
 // runs.
 //
 //	reporter build   -prom URL -run ID [-results DIR] [-slo-p99 120ms] [-slo-errors 0.01] [-force]
-//	reporter diff    -a ID -b ID [-results DIR] [-threshold 5%]
+//	reporter diff    -a ID -b ID [-results DIR] [-threshold 5%] [-alpha 0.05] [-json FILE]
+//	reporter diff    -run ID [-results DIR] [-alpha 0.05] [-json FILE]
 //	reporter history [-results DIR]
 //
-// Exit codes: 0 success; 1 the report or diff could not be produced; 2 bad
-// usage; 3 build: the report was written but a cell failed an SLO; 4 diff: a
-// cell regressed beyond the threshold. A build poorer than the report.json it
+// Exit codes: 0 success; 1 the report or diff could not be produced (or
+// -run names a run without arms); 2 bad usage; 3 build: the report was
+// written but a cell failed an SLO; 4 diff: a cell regressed (missing,
+// failed or newly invalid, or a change significant after Holm and beyond
+// the noise floor; with -run, of the duet's candidate). A build poorer than the report.json it
 // would replace (fewer cells, server-side cells or exact latencies) leaves
 // that report and the history as they are, writes report.partial.json/.md,
 // warns on stderr and exits 0.
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -27,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/atomicfile"
 	"proxybench/reporter/internal/build"
 	"proxybench/reporter/internal/diff"
 	"proxybench/reporter/internal/output"
@@ -168,53 +173,102 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer, now 
 func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 	fs := flag.NewFlagSet("reporter diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	a := fs.String("a", "", "baseline run id (required)")
-	b := fs.String("b", "", "candidate run id (required)")
+	a := fs.String("a", "", "baseline run id (with -b: two separate runs)")
+	b := fs.String("b", "", "candidate run id")
+	runID := fs.String("run", "", "one run with interleaved arms (a duet's candidate, the observer study, the A/A control): each arm against the plan's own cells, pair by repeat")
 	results := fs.String("results", "results", "results directory")
+	jsonOut := fs.String("json", "", "also write the comparison as JSON to this file (- for stdout instead of Markdown)")
 	o := diff.DefaultOptions
-	fs.Var(ratio{&o.Threshold}, "threshold", "relative change that counts (e.g. 5% or 0.05)")
+	fs.Var(ratio{&o.Threshold}, "threshold", "the noise floor of a run that cannot measure one (a single repeat): the relative change that counts (e.g. 5% or 0.05)")
 	fs.Var(ratio{&o.ErrorThreshold}, "error-threshold", "absolute error-ratio change that counts (e.g. 0.5%)")
-	fs.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Mann-Whitney U test")
-	fs.BoolVar(&o.RequireSignificance, "require-significance", false, "metric changes fail only when statistically significant (needs >= 4 repeats per side); missing, failed or skipped cells, more invalid repeats and more errors still fail")
+	fs.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Holm-adjusted p-values")
+	fs.BoolVar(&o.RequireSignificance, "require-significance", false, "a worse change that cannot be tested (1 repeat on a side) does not fail; missing, failed or skipped cells, more invalid repeats and more errors still fail")
 	metrics := fs.String("metrics", strings.Join(o.Metrics, ","), "metrics compared (goodput_rps, rps, p50_seconds, p99_seconds, p99_9_seconds, error_ratio, proxy_cpu_cores, proxy_mem_peak_bytes)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *a == "" || *b == "" {
-		fmt.Fprintln(stderr, "reporter diff: -a and -b run ids are required")
+	interleaved := *runID != ""
+	if interleaved == (*a != "" || *b != "") || (!interleaved && (*a == "" || *b == "")) {
+		fmt.Fprintln(stderr, "reporter diff: give -a and -b (two runs) or -run (one run with interleaved arms), not both")
 		return exitUsage
 	}
 	o.Metrics = strings.Split(*metrics, ",")
-	known := map[string]bool{}
-	for _, m := range report.GroupMetrics {
-		known[m.Name] = true
-	}
 	for _, m := range o.Metrics {
-		if !known[m] {
+		if _, ok := report.Metric(m); !ok {
 			fmt.Fprintf(stderr, "reporter diff: unknown metric %q in -metrics\n", m)
 			return exitUsage
 		}
 	}
-	ra, err := diff.Load(*results, *a)
-	if err != nil {
-		fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, *a)
-		return exitError
+	load := func(id string) (*report.Report, bool) {
+		r, err := diff.Load(*results, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, id)
+			return nil, false
+		}
+		return r, true
 	}
-	rb, err := diff.Load(*results, *b)
-	if err != nil {
-		fmt.Fprintf(stderr, "reporter diff: %v (build it first: make report RUN=%s)\n", err, *b)
-		return exitError
+	type output interface {
+		Markdown(io.Writer) error
+		JSON(io.Writer) error
 	}
-	res := diff.Compare(ra, rb, o)
-	if err := res.Markdown(stdout); err != nil {
-		fmt.Fprintf(stderr, "reporter diff: %v\n", err)
-		return exitError
+	var res output
+	regressions := 0
+	if interleaved {
+		r, ok := load(*runID)
+		if !ok {
+			return exitError
+		}
+		if len(report.ArmsOf(r.Cells)) == 0 {
+			fmt.Fprintf(stderr, "reporter diff: %v\n", diff.ErrNoArms(r.Run))
+			return exitError
+		}
+		rr := diff.CompareRun(r, o)
+		res, regressions = rr, rr.Regressions
+	} else {
+		ra, ok := load(*a)
+		if !ok {
+			return exitError
+		}
+		rb, ok := load(*b)
+		if !ok {
+			return exitError
+		}
+		cr := diff.Compare(ra, rb, o)
+		res, regressions = cr, cr.Regressions
 	}
-	log.Debug("diff done", "rows", len(res.Rows))
-	if res.Regressions > 0 {
+	if *jsonOut != "-" {
+		if err := res.Markdown(stdout); err != nil {
+			fmt.Fprintf(stderr, "reporter diff: %v\n", err)
+			return exitError
+		}
+	}
+	if *jsonOut != "" {
+		if err := writeJSON(*jsonOut, stdout, res.JSON); err != nil {
+			fmt.Fprintf(stderr, "reporter diff: %v\n", err)
+			return exitError
+		}
+	}
+	log.Debug("diff done", "regressions", regressions)
+	if regressions > 0 {
 		return exitRegression
 	}
 	return exitOK
+}
+
+// writeJSON writes through enc to path (- = stdout), replacing the file
+// through a synced temporary one.
+func writeJSON(path string, stdout io.Writer, enc func(io.Writer) error) error {
+	if path == "-" {
+		return enc(stdout)
+	}
+	var b bytes.Buffer
+	if err := enc(&b); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 func cmdHistory(args []string, stdout, stderr io.Writer) int {

@@ -197,6 +197,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 		}
 	}
 	r.Groups = report.BuildGroups(cells)
+	report.MeasureNoise(r)
 	r.Environment = environment(ctx, cfg, r, man)
 	r.Support = report.SupportMatrix(man)
 	report.Tally(r)

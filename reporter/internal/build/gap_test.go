@@ -2,11 +2,13 @@ package build
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
@@ -323,5 +325,61 @@ func checkGapCell(t *testing.T, g *report.Cell, w *synth.Cell, mc *manifest.Cell
 	eq(t, "loadgen cpu", g.LoadgenCPU.MeanCores, w.LoadgenMean())
 	if g.ProxyRes.CPUSource != report.ProxyCPUEdges || g.LoadgenCPU.Source != report.LoadgenCPUEdges {
 		t.Errorf("cpu sources %q %q, want the edges", g.ProxyRes.CPUSource, g.LoadgenCPU.Source)
+	}
+}
+
+// TestUnobservedArmThroughOutage: the observer study's cell, measured
+// while the observability stack was paused (Prometheus scraped nothing
+// around its window), is judged suspect for prometheus_gap alone and
+// compared with its observed twin on the manifest's exact numbers.
+func TestUnobservedArmThroughOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	t.Parallel()
+	run := gapRun("observer", func(c []synth.Cell) []synth.Outage {
+		return []synth.Outage{{From: c[1].Start.Add(-1900 * time.Millisecond), To: c[1].End.Add(1600 * time.Millisecond)}}
+	})
+	// Cell 1 is repeat 1 observed, cell 2 repeat 1 unobserved, cell 3
+	// repeat 2 observed.
+	for i, k := range []cellid.Key{cellid.New("traefik", "fast", "simple", "quick", 1), cellid.NewArm("traefik", "fast", "simple", "quick", cellid.ArmUnobserved, 1),
+		cellid.New("traefik", "fast", "simple", "quick", 2)} {
+		run.Cells[i].Key = k
+	}
+	prom := startProm(t, run)
+	dir := t.TempDir()
+	man := run.Manifest()
+	if err := manifest.Write(filepath.Join(dir, "manifest.json"), man); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Report(context.Background(), Config{Prom: prom, PromURL: "test", Run: run.ID, RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var un *report.Cell
+	for i := range r.Cells {
+		if r.Cells[i].Arm == cellid.ArmUnobserved {
+			un = &r.Cells[i]
+		}
+	}
+	if un == nil || un.Validity.Verdict != report.Suspect || len(un.Validity.Flags) != 1 || un.Validity.Flags[0].Code != report.FlagPrometheusGap {
+		t.Fatalf("unobserved cell %+v", un)
+	}
+	if len(r.Arms) != 1 || r.Arms[0].Arm != cellid.ArmUnobserved || r.Arms[0].Pairs != 1 {
+		t.Fatalf("arms %+v, want the observer arm with one pair", r.Arms)
+	}
+	m := r.Arms[0].Metrics
+	near := func(a report.Num, b float64) bool { return math.Abs(float64(a)/b-1) < 1e-12 }
+	if p := m["p99_seconds"]; p.N != 1 || !near(p.Base, man.Cells[0].Latency.P99) || !near(p.Arm, man.Cells[1].Latency.P99) {
+		t.Errorf("p99 pair %+v, want the exact %v and %v", p, man.Cells[0].Latency.P99, man.Cells[1].Latency.P99)
+	}
+	if p := m["goodput_rps"]; p.N != 1 || !near(p.Arm, float64(run.Cells[1].Codes["200"])/run.Cells[1].Duration()) {
+		t.Errorf("goodput pair %+v, want the manifest's count over the window", p)
+	}
+	if p := m["proxy_cpu_cores"]; p.N != 1 || !p.Arm.Known() {
+		t.Errorf("proxy CPU pair %+v, want the edge reading", p)
+	}
+	if r.NoiseFloor == nil || r.NoiseFloor.NotMeasured != "" {
+		t.Errorf("noise floor %+v, want one from the 2 observed repeats", r.NoiseFloor)
 	}
 }

@@ -48,7 +48,7 @@ func TestNativeHistogramScraped(t *testing.T) {
 	prom := promtest.Start(t, promtest.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Native: true})
 	time.Sleep(2500 * time.Millisecond) // a few scrapes before the window
 
-	cl := []string{"n1", "nginx.fast.simple.quick.r1", "nginx", "fast", "simple", "quick", "1"}
+	cl := []string{"n1", "nginx.fast.simple.quick.r1", "nginx", "fast", "simple", "quick", "", "1"}
 	t0 := time.Now()
 	start.WithLabelValues(cl...).Set(float64(t0.UnixMilli()) / 1000)
 	var obs []float64

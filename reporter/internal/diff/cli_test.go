@@ -2,12 +2,17 @@ package diff
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"proxybench/internal/cellid"
+	"proxybench/reporter/internal/synth"
 )
 
 // reporterBin builds the real reporter command into dir.
@@ -50,7 +55,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{"invalid_share", nil, 4, []string{"invalid repeats 0/3 → 2/3"}},
 		{"errors_in_invalid_repeat", []string{"-require-significance"}, 4, []string{"regressed (error ratio beyond threshold)"}},
 		{"identical", nil, 0, []string{"No regression"}},
-		{"one_repeat", nil, 4, []string{"| 10000 | n/a | 8000 | n/a | -20.0 % | n/a |"}},
+		{"one_repeat", nil, 4, []string{"| 10000 | n/a | 8000 | n/a | -20.0 % | n/a | ±5 % | n/a | n/a | 1/1 |"}},
+		{"one_repeat", []string{"-threshold", "25%"}, 0, []string{"not measured (1 repeat): -threshold 25 % stands in"}},
 		{"one_repeat", []string{"-require-significance"}, 0, []string{"regressed (too few repeats to confirm)"}},
 		{"only_in_b", nil, 0, []string{"Only in B (not gated)"}},
 	} {
@@ -78,6 +84,45 @@ func TestCLIExitCodes(t *testing.T) {
 		}
 		if code, _, _ := runBin(t, bin, "diff", "-a", "A"); code != 2 {
 			t.Errorf("without -b: exit %d, want 2", code)
+		}
+		if code, _, _ := runBin(t, bin, "diff", "-a", "A", "-b", "B", "-run", "A"); code != 2 {
+			t.Errorf("-run with -a and -b: exit %d, want 2", code)
+		}
+		if code, _, stderr := runBin(t, bin, "diff", "-run", "A", "-results", res); code != 1 || !strings.Contains(stderr, "no cells besides the plan's own") {
+			t.Errorf("-run of a run without arms: exit %d, stderr %q; want 1 and why", code, stderr)
+		}
+	})
+	t.Run("interleaved", func(t *testing.T) {
+		t.Parallel()
+		duet := synth.Noisy{Seed: 21, Run: "duet", CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate, ArmGoodput: 0.7, ArmP99: 1.5}.Report()
+		same := synth.Noisy{Seed: 22, Run: "same", CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate}.Report()
+		obs := synth.Noisy{Seed: 23, Run: "obs", CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmUnobserved}.Report()
+		res := writeRuns(t, duet, same)
+		writeRuns(t, obs, nil, res)
+		if code, stdout, stderr := runBin(t, bin, "diff", "-run", "duet", "-results", res); code != 4 || !strings.Contains(stdout, "| nginx.fast.simple.quick | goodput_rps | ") || !strings.Contains(stdout, "**regressed**") {
+			t.Errorf("duet with a 30 %% cut: exit %d, want 4\n%s%s", code, stdout, stderr)
+		}
+		if code, stdout, stderr := runBin(t, bin, "diff", "-run", "same", "-results", res); code != 0 || !strings.Contains(stdout, "**No regression beyond the noise floor.**") {
+			t.Errorf("duet of an unchanged candidate: exit %d, want 0\n%s%s", code, stdout, stderr)
+		}
+		out := filepath.Join(t.TempDir(), "observer.json")
+		code, stdout, stderr := runBin(t, bin, "diff", "-run", "obs", "-results", res, "-json", out)
+		if code != 0 || !strings.Contains(stdout, "## Observer effect: unobserved against observed") {
+			t.Errorf("observer: exit %d, want 0\n%s%s", code, stdout, stderr)
+		}
+		var js struct {
+			Schema string `json:"schema"`
+			Mode   string `json:"mode"`
+			Arms   []struct {
+				Arm string `json:"arm"`
+			} `json:"arms"`
+		}
+		if b, err := os.ReadFile(out); err != nil || json.Unmarshal(b, &js) != nil || js.Schema != JSONSchema || js.Mode != ModeRun || js.Arms[0].Arm != cellid.ArmUnobserved {
+			t.Errorf("observer JSON %+v, %v", js, err)
+		}
+		code, stdout, _ = runBin(t, bin, "diff", "-a", "duet", "-b", "same", "-results", res, "-json", "-")
+		if code != 0 || json.Unmarshal([]byte(stdout), &js) != nil || js.Mode != ModeRuns {
+			t.Errorf("two runs, -json -: exit %d, mode %q\n%s", code, js.Mode, stdout)
 		}
 	})
 }

@@ -24,6 +24,12 @@ func run(id string, p99s map[string][]float64) *report.Report {
 
 func TestCompare(t *testing.T) {
 	t.Parallel()
+	// p values: Welch's t test on the logs, checked against mpmath 1.3.
+	base := []float64{.0100, .0110, .0090, .0105, .0095}
+	up12 := make([]float64, len(base))
+	for i, v := range base {
+		up12[i] = v * 1.12
+	}
 	tests := []struct {
 		name    string
 		a, b    []float64
@@ -32,10 +38,13 @@ func TestCompare(t *testing.T) {
 		gate    bool
 		p       float64
 	}{
-		{"regressed", []float64{.010, .011, .012, .013, .014}, []float64{.020, .021, .022, .023, .024}, nil, Regressed, true, 2.0 / 252},
-		{"improved", []float64{.020, .021, .022, .023, .024}, []float64{.010, .011, .012, .013, .014}, nil, Improved, false, 2.0 / 252},
+		{"regressed", []float64{.010, .011, .012, .013, .014}, []float64{.020, .021, .022, .023, .024}, nil, Regressed, true, 8.84222298521496e-05},
+		{"improved", []float64{.020, .021, .022, .023, .024}, []float64{.010, .011, .012, .013, .014}, nil, Improved, false, 8.84222298521496e-05},
 		{"within threshold", []float64{.010, .0101, .0102}, []float64{.0102, .0103, .0101}, nil, Unchanged, false, -1},
-		{"noisy", []float64{.010, .030, .012, .028, .011}, []float64{.013, .029, .014, .027, .012}, nil, NotSignificant, false, -1},
+		// +12 %, beyond both runs' spread floors (9.8 %), but Welch's p is 0.054.
+		{"beyond the floor, not significant", base, up12, nil, NotSignificant, false, 0.0537946550979610},
+		// Within the noise floor (the spread of these repeats is ±68 %).
+		{"noisy", []float64{.010, .030, .012, .028, .011}, []float64{.013, .029, .014, .027, .012}, nil, Unchanged, false, -1},
 		{"one repeat", []float64{.010}, []float64{.020}, nil, RegressedUnconfirmed, true, -1},
 		{"one repeat, significance required", []float64{.010}, []float64{.020}, func(o *Options) { o.RequireSignificance = true }, RegressedUnconfirmed, false, -1},
 	}
@@ -68,7 +77,7 @@ func TestCompare(t *testing.T) {
 			if !strings.Contains(b.String(), "| nginx.fast.simple.quick | p99_seconds |") {
 				t.Fatalf("markdown lacks the row:\n%s", b.String())
 			}
-			if strings.Contains(tc.verdict, "too few") != strings.Contains(b.String(), "cannot show significance") {
+			if strings.Contains(tc.verdict, "too few") != strings.Contains(b.String(), "no spread to test against") {
 				t.Fatalf("too-few-repeats note mismatch:\n%s", b.String())
 			}
 		})

@@ -15,7 +15,7 @@ import (
 	"proxybench/reporter/internal/report"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.md.golden from the current output")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
 // cellSpec is one repeat of a synthetic report cell.
 type cellSpec struct {
@@ -70,11 +70,18 @@ func mkReport(id string, specs []cellSpec, notRun ...report.NotRun) *report.Repo
 }
 
 // writeRuns stores both reports as results/<id>/report.json (A) and
-// results/history/<id>/report.json (B), the two places diff reads.
-func writeRuns(t *testing.T, a, b *report.Report) string {
+// results/history/<id>/report.json (B), the two places diff reads, in
+// the results directory given (a new one without).
+func writeRuns(t *testing.T, a, b *report.Report, in ...string) string {
 	t.Helper()
 	res := t.TempDir()
+	if len(in) > 0 {
+		res = in[0]
+	}
 	for i, r := range []*report.Report{a, b} {
+		if r == nil {
+			continue
+		}
 		js, err := output.EncodeJSON(r)
 		if err != nil {
 			t.Fatal(err)
@@ -171,9 +178,10 @@ func gateCases() []struct {
 		})), opts: func(o *Options) { o.RequireSignificance = true }, regs: 1,
 			lines: []string{"- haproxy.go.simple.quick error_ratio: regressed (error ratio beyond threshold) (0.02 % → 2.01 %, +1.99 pp)\n"}},
 		{name: "identical", a: mkReport("A", base), b: mkReport("B", base), regs: 0,
-			lines: []string{"**No regression beyond the threshold.**", "| nginx.fast.simple.quick | 3 valid of 3 | 3 valid of 3 | ok |"}},
+			lines: []string{"**No regression beyond the noise floor.**", "| nginx.fast.simple.quick | 3 valid of 3 | 3 valid of 3 | ok |"}},
 		{name: "one_repeat", a: mkReport("A", one(10000)), b: mkReport("B", one(8000)), regs: 2, // goodput and rps
-			lines: []string{"| nginx.fast.simple.quick | rps | 10000 | n/a | 8000 | n/a | -20.0 % | n/a | 1/1 | **regressed (too few repeats to confirm)** |"}},
+			lines: []string{"| nginx.fast.simple.quick | rps | 10000 | n/a | 8000 | n/a | -20.0 % | n/a | ±5 % | n/a | n/a | 1/1 | **regressed (too few repeats to confirm)** |",
+				"Noise floor of A: not measured (1 repeat): -threshold 5 % stands in."}},
 		{name: "only_in_b", a: mkReport("A", without("haproxy")), b: mkReport("B", base), regs: 0,
 			lines: []string{"| haproxy.fast.simple.quick | – | 3 valid of 3 | only in B (not gated) |", "Only in B (not gated): haproxy.fast.simple.quick, haproxy.go.simple.quick"}},
 	}
@@ -216,21 +224,27 @@ func TestGates(t *testing.T) {
 			if strings.Contains(out.String(), "±0.0 %") {
 				t.Errorf("output shows a zero spread:\n%s", out.String())
 			}
-			golden := filepath.Join("testdata", tc.name+".md.golden")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGates -update)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("output differs from %s (go test -run TestGates -update to accept):\n%s", golden, out.String())
-			}
+			checkGolden(t, filepath.Join("testdata", tc.name+".md.golden"), out.Bytes())
 		})
+	}
+}
+
+// checkGolden compares got with the golden file at p, or rewrites it
+// with -update.
+func checkGolden(t *testing.T, p string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update)", err, strings.SplitN(t.Name(), "/", 2)[0])
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (go test -run %s -update to accept):\n%s", p, strings.SplitN(t.Name(), "/", 2)[0], got)
 	}
 }
 

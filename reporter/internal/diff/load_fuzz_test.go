@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"proxybench/internal/cellid"
 	"proxybench/reporter/internal/report"
 )
 
@@ -15,8 +16,9 @@ import (
 // (results/A/report.json and results/history/B/report.json), any bytes.
 // Load refuses with an error naming the file and the rebuild command, never
 // panics; two reports it accepts compare and render without panicking, the
-// regression count is the gates that fired, every key of A is judged, and a
-// run compared with itself has no regression.
+// regression count is the gates that fired, every key of A's own cells is
+// judged, and a run compared with itself has no regression; the
+// interleaved mode over B never panics and gates only from its candidate.
 func FuzzLoadCompare(f *testing.F) {
 	small := `{"schema":"proxybench.report/v1","run":"A","cells":[` +
 		`{"id":"n.f.s.q.r1","proxy":"n","origin":"f","scenario":"s","tier":"q","repeat":1,"rps":100,"goodput_rps":100,"error_ratio":0,"latency":{"p50":0.001,"p99":0.002},"validity":{"verdict":"valid"}},` +
@@ -28,6 +30,9 @@ func FuzzLoadCompare(f *testing.F) {
 	f.Add([]byte(`{"schema":"proxybench.report/v1","cells":[{"rps":1e308},{"rps":-1e308},{"rps":0},{"rps":-0}]}`),
 		[]byte(`{"schema":"proxybench.report/v1","cells":[{"rps":5e-324},{"rps":1e308}]}`))
 	f.Add([]byte("{"), []byte("null"))
+	arms := strings.ReplaceAll(strings.ReplaceAll(small, `"tier":"q","repeat"`, `"tier":"q","arm":"candidate","repeat"`), `"run":"A"`, `"run":"B"`)
+	f.Add([]byte(small), []byte(strings.Replace(arms, `"cells":[`, `"cells":[`+cellsOf(small)+`,`, 1)))
+	f.Add([]byte(small), []byte(strings.ReplaceAll(arms, `"arm":"candidate"`, `"arm":"unobserved"`)))
 	f.Add([]byte(`{"schema":"proxybench.report/v0"}`), []byte(""))
 	for _, g := range gateCases() {
 		a, err1 := json.Marshal(g.a)
@@ -77,6 +82,13 @@ func FuzzLoadCompare(f *testing.F) {
 	})
 }
 
+// cellsOf is the cells array of a report seed, without its brackets.
+func cellsOf(js string) string {
+	from := strings.Index(js, `"cells":[`) + len(`"cells":[`)
+	to := strings.Index(js, `],"not_run"`)
+	return js[from:to]
+}
+
 func checkCompare(t *testing.T, a, b *report.Report, o Options) Result {
 	t.Helper()
 	res := Compare(a, b, o)
@@ -97,16 +109,46 @@ func checkCompare(t *testing.T, a, b *report.Report, o Options) Result {
 		t.Fatalf("%d regressions counted, %d gates fired", res.Regressions, gates)
 	}
 	for i := range a.Cells {
-		if k := a.Cells[i].GroupKey(); !judged[k] {
+		if k := a.Cells[i].GroupKey(); a.Cells[i].Arm == "" && !judged[k] {
 			t.Fatalf("key %q of A is not judged", k)
 		}
 	}
-	var md bytes.Buffer
+	var md, js bytes.Buffer
 	if err := res.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(md.String(), "# proxybench diff: ") {
 		t.Fatalf("markdown does not start with its title:\n%s", md.String())
+	}
+	if err := res.JSON(&js); err != nil || !json.Valid(js.Bytes()) {
+		t.Fatalf("JSON %v:\n%s", err, js.String())
+	}
+	// The interleaved mode over the same report: never a panic, gates
+	// only from the candidate, and outputs that encode.
+	rr := CompareRun(b, o)
+	gates = 0
+	for _, set := range rr.Arms {
+		for _, k := range set.Keys {
+			if k.Gate {
+				gates++
+			}
+		}
+		for _, r := range set.Rows {
+			if r.Gate {
+				gates++
+				if set.Arm != cellid.ArmCandidate {
+					t.Fatalf("arm %s gated: %+v", set.Arm, r)
+				}
+			}
+		}
+	}
+	if gates != rr.Regressions {
+		t.Fatalf("-run: %d regressions counted, %d gates fired", rr.Regressions, gates)
+	}
+	md.Reset()
+	js.Reset()
+	if err := rr.Markdown(&md); err != nil || rr.JSON(&js) != nil || !json.Valid(js.Bytes()) {
+		t.Fatalf("-run outputs: %v\n%s", err, js.String())
 	}
 	return res
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // winnerTable answers the reader's first two questions per origin, scenario
-// and tier: which proxy won, and should I believe it.
+// and tier: which proxy won, and should I believe it. Only the plan's own
+// cells compete (groupIndex by plan key); the A/A control, the duet's and
+// the observer's arms are in section 7.
 func winnerTable(r *report.Report) Table {
 	t := Table{Caption: "Who won each origin (lowest p99; medians across repeats)",
 		Header: []string{"origin", "scenario / tier", "winner", "p99 ms", "goodput req/s", "all req/s", "runner-up", "p99 ms", "margin", "trust"},
@@ -55,12 +57,7 @@ func winnerTable(r *report.Report) Table {
 				rp := ru.Metrics["p99_seconds"]
 				margin := float64(rp.Median)/float64(wp.Median) - 1
 				row = append(row, txt(ru.Proxy), txt(fmtMs(rp.Median)), txt(fmt.Sprintf("%.0f %%", margin*100)))
-				switch {
-				case margin < 0.05:
-					caveats = append(caveats, "too close to call (< 5 % apart)")
-				case w.Repeats > 1 && ru.Repeats > 1 && float64(wp.CIHigh) >= float64(rp.CILow):
-					caveats = append(caveats, "95 % CIs overlap across repeats")
-				}
+				caveats = append(caveats, marginCaveats(r, w, ru, margin)...)
 			} else {
 				row = append(row, txt("–"), txt("–"), txt("–"))
 				caveats = append(caveats, "the only proxy with trustworthy cells")
@@ -83,8 +80,34 @@ func winnerTable(r *report.Report) Table {
 		}
 	}
 	t.Notes = []string{"Margin = how much higher the runner-up's p99 is. Goodput = responses with a status the scenario expects per second of the planned window; all req/s counts every response with a status. " +
-		"A single repeat cannot show noise: run REPEATS=3 or more before calling a close race."}
+		"A margin is clear only when it is measured: the two proxies' 95 % CIs of p99 across repeats do not overlap, and it exceeds the run's p99 noise floor (section 7); otherwise it is too close to call. " +
+		"A single repeat measures no spread, so it gives no verdict on the margin: run REPEATS=3 or more."}
 	return t
+}
+
+// marginCaveats judges the winner's margin over the runner-up from the
+// measured spread only: the 95 % CIs of p99 across repeats and the run's
+// p99 noise floor. Without 2 usable repeats on both sides it says the
+// spread is not measured.
+func marginCaveats(r *report.Report, w, ru *report.Group, margin float64) []string {
+	wp, rp := w.Metrics["p99_seconds"], ru.Metrics["p99_seconds"]
+	if !wp.CIHigh.Known() || !rp.CILow.Known() {
+		if max(w.Repeats, ru.Repeats) <= 1 {
+			return []string{"spread not measured (1 repeat): no verdict on the margin"}
+		}
+		short := w
+		if wp.CIHigh.Known() {
+			short = ru
+		}
+		return []string{fmt.Sprintf("spread not measured (%s: %d usable repeat): no verdict on the margin", short.Proxy, short.Metrics["p99_seconds"].N)}
+	}
+	if float64(wp.CIHigh) >= float64(rp.CILow) {
+		return []string{"too close to call: the 95 % CIs of p99 overlap"}
+	}
+	if fl, ok := r.NoiseFloor.Of("p99_seconds"); ok && margin < fl {
+		return []string{fmt.Sprintf("too close to call: %.0f %% apart, under the run's p99 noise floor of %s", margin*100, report.Pct(fl))}
+	}
+	return nil
 }
 
 // invalidRepeats says how many repeats of g the statistics leave out.
@@ -118,7 +141,7 @@ func winners(r *report.Report) map[string]bool {
 	}
 	best := map[string]agg{}
 	for _, g := range r.Groups {
-		if g.Valid == 0 {
+		if g.Valid == 0 || g.Arm != "" { // the arms have their own section
 			continue
 		}
 		m := g.Metrics["p99_seconds"]
@@ -132,7 +155,7 @@ func winners(r *report.Report) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, c := range r.Cells {
-		if b, ok := best[c.Origin+"|"+c.Scenario+"|"+c.Tier]; ok && b.proxy == c.Proxy && c.Validity.Verdict != report.Invalid {
+		if b, ok := best[c.Origin+"|"+c.Scenario+"|"+c.Tier]; ok && b.proxy == c.Proxy && c.Arm == "" && c.Validity.Verdict != report.Invalid {
 			out[c.ID] = true
 		}
 	}

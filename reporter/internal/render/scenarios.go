@@ -12,7 +12,7 @@ import (
 // internal/scenario entry adds: what makes it correct (docs/scenarios.md).
 // ok is false for a run of simple cells only.
 func scenarioSection(r *report.Report) (Section, bool) {
-	sec := Section{Title: "7. Scenarios",
+	sec := Section{Title: "8. Scenarios",
 		Text: []string{"Numbers from the loadgen's exact counts of each window (manifest.json). " +
 			"n/a marks a scenario the proxy cannot do natively (no plugin its official image lacks); such cells are listed, never silently dropped."}}
 	if t, ok := supportTable(r); ok {

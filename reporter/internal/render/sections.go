@@ -17,11 +17,14 @@ func Document(r *report.Report) Doc {
 	d.Lead = append(d.Lead, fmt.Sprintf("%d cells, %s to %s UTC: **%d valid, %d suspect, %d invalid**. SLO (%s): %s.",
 		s.Cells, r.Start.Format("2006-01-02 15:04:05"), r.End.Format("15:04:05"), s.Valid, s.Suspect, s.Invalid, r.SLO, sloLine(r)))
 	d.Lead = append(d.Lead, leadSources(r))
+	if l := floorLead(r); l != "" {
+		d.Lead = append(d.Lead, l)
+	}
 	d.Lead = append(d.Lead, "How to read: each cell is one proxy × origin × scenario × tier × repeat, measured over its own window. "+
 		"The winner of a cell is the proxy with the lowest p99 latency among trustworthy (valid or suspect) cells of the same origin, scenario and tier. "+
 		"Only trust a result whose verdict is ✓ valid; ⚠ suspect means read the reason in section 5; ✗ invalid cells are shown but their numbers do not measure the proxy.")
 	d.Lead = append(d.Lead, r.Notes...)
-	d.Sections = append(d.Sections, summarySection(r), matrixSection(r), resourceSection(r), gcSection(r), validitySection(r), envSection(r))
+	d.Sections = append(d.Sections, summarySection(r), matrixSection(r), resourceSection(r), gcSection(r), validitySection(r), envSection(r), noiseSection(r))
 	if sec, ok := scenarioSection(r); ok {
 		d.Sections = append(d.Sections, sec)
 	}
@@ -82,7 +85,12 @@ func proxyOrder(p string) int {
 	return len(stack.Proxies)
 }
 
+// cellName names a cell for a reader, with its arm when it is not the
+// plan's own (aa for the A/A control, candidate, unobserved).
 func cellName(c *report.Cell) string {
+	if c.Arm != "" {
+		return fmt.Sprintf("%s → %s (%s, %s, %s, r%d)", c.Proxy, c.Origin, c.Scenario, c.Tier, c.Arm, c.Repeat)
+	}
 	return fmt.Sprintf("%s → %s (%s, %s, r%d)", c.Proxy, c.Origin, c.Scenario, c.Tier, c.Repeat)
 }
 

@@ -6,22 +6,58 @@ import (
 	"proxybench/reporter/internal/stats"
 )
 
-// GroupMetrics are the per-cell numbers summarised across repeats; diff
-// compares the same names. Better says which direction is an improvement.
-var GroupMetrics = []struct {
+// GroupMetric is a per-cell number summarised across repeats and compared
+// by diff and between arms. Better says which direction is an
+// improvement. Get prefers the loadgen's exact value (manifest) where a
+// latency has one; Estimate and Exact read the two sources apart, so a
+// comparison can take both sides from the same instrument.
+type GroupMetric struct {
 	Name   string
 	Better int // +1 higher is better, -1 lower is better
 	Get    func(*Cell) Num
-}{
-	{"rps", +1, func(c *Cell) Num { return c.RPS }},
-	{"p50_seconds", -1, func(c *Cell) Num { return pick(c.Latency.P50, c.Latency.Exact, func(e *Exact) Num { return e.P50 }) }},
-	{"p99_seconds", -1, func(c *Cell) Num { return pick(c.Latency.P99, c.Latency.Exact, func(e *Exact) Num { return e.P99 }) }},
-	{"p99_9_seconds", -1, func(c *Cell) Num { return pick(c.Latency.P999, c.Latency.Exact, func(e *Exact) Num { return e.P999 }) }},
-	{"error_ratio", -1, func(c *Cell) Num { return c.ErrorRatio }},
-	{"proxy_cpu_cores", -1, func(c *Cell) Num { return c.ProxyRes.CPUMeanCores }},
-	{"proxy_mem_peak_bytes", -1, func(c *Cell) Num { return c.ProxyRes.MemPeakBytes }},
-	{"goodput_rps", +1, func(c *Cell) Num { return c.GoodputRPS }},
+	// Latency percentiles only (nil otherwise): Prometheus's estimate and
+	// the manifest's exact value.
+	Estimate func(*Cell) Num
+	Exact    func(*Exact) Num
 }
+
+// latency is a percentile metric: exact when the manifest has it.
+func latency(name string, est func(*Latency) Num, ex func(*Exact) Num) GroupMetric {
+	m := GroupMetric{Name: name, Better: -1, Estimate: func(c *Cell) Num { return est(&c.Latency) }, Exact: ex}
+	m.Get = func(c *Cell) Num { return pick(est(&c.Latency), c.Latency.Exact, ex) }
+	return m
+}
+
+// GroupMetrics are the per-cell numbers summarised across repeats; diff
+// compares the same names.
+var GroupMetrics = []GroupMetric{
+	{Name: "rps", Better: +1, Get: func(c *Cell) Num { return c.RPS }},
+	latency("p50_seconds", func(l *Latency) Num { return l.P50 }, func(e *Exact) Num { return e.P50 }),
+	latency("p99_seconds", func(l *Latency) Num { return l.P99 }, func(e *Exact) Num { return e.P99 }),
+	latency("p99_9_seconds", func(l *Latency) Num { return l.P999 }, func(e *Exact) Num { return e.P999 }),
+	{Name: "error_ratio", Better: -1, Get: func(c *Cell) Num { return c.ErrorRatio }},
+	{Name: "proxy_cpu_cores", Better: -1, Get: func(c *Cell) Num { return c.ProxyRes.CPUMeanCores }},
+	{Name: "proxy_mem_peak_bytes", Better: -1, Get: func(c *Cell) Num { return c.ProxyRes.MemPeakBytes }},
+	{Name: "goodput_rps", Better: +1, Get: func(c *Cell) Num { return c.GoodputRPS }},
+}
+
+// CompareMetrics are the metrics diff compares by default and the report
+// compares between arms, in the order they are shown.
+var CompareMetrics = []string{"goodput_rps", "rps", "p50_seconds", "p99_seconds", "error_ratio", "proxy_cpu_cores"}
+
+// Metric finds a GroupMetric by name.
+func Metric(name string) (GroupMetric, bool) {
+	for _, m := range GroupMetrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return GroupMetric{}, false
+}
+
+// Absolute says whether a metric changes in absolute terms (the error
+// ratio: percentage points, it is often 0) rather than relative ones.
+func Absolute(metric string) bool { return metric == "error_ratio" }
 
 // pick prefers the exact manifest value when there is one.
 func pick(prom Num, e *Exact, f func(*Exact) Num) Num {
@@ -41,7 +77,7 @@ func BuildGroups(cells []Cell) []Group {
 		k := c.GroupKey()
 		if _, ok := idx[k]; !ok {
 			idx[k] = len(groups)
-			groups = append(groups, Group{Key: k, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier})
+			groups = append(groups, Group{Key: k, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Arm: c.Arm})
 		}
 		members[k] = append(members[k], c)
 	}

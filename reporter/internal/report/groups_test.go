@@ -25,7 +25,7 @@ func TestBuildGroups(t *testing.T) {
 		t.Fatalf("groups %+v", gs)
 	}
 	s := gs[0].Metrics["p99_seconds"]
-	h := 4.303 * 0.002 / math.Sqrt(3)
+	h := 4.30265272974946 * 0.002 / math.Sqrt(3) // t(2) at 0.975
 	for _, c := range []struct {
 		name      string
 		got, want float64

@@ -1,6 +1,8 @@
 // Package report owns the report model, the report.json schema (versioned by
 // SchemaVersion) and the judgements made on it: validity flags per cell, SLO
-// verdicts, and summaries across repeats of the same cell.
+// verdicts, summaries across repeats of the same cell, the run's noise
+// floor (noise.go) and the comparison of each arm with the plan's own
+// cells, pair by repeat (arms.go).
 package report
 
 import (
@@ -66,6 +68,13 @@ type Report struct {
 	Notes       []string    `json:"notes,omitempty"`
 	// Support is the proxy x scenario matrix of the run (scenario.go).
 	Support []Support `json:"support,omitempty"`
+	// NoiseFloor is what the run's own repeats and A/A control say about
+	// its noise (noise.go); nil in a report built before it existed.
+	NoiseFloor *NoiseFloor `json:"noise_floor,omitempty"`
+	// Arms compares every arm besides the plan's own and the A/A control
+	// (the duet's candidate, the observer study's unobserved cells) with
+	// the plan's own cells, pair by repeat (arms.go).
+	Arms []ArmResult `json:"arms,omitempty"`
 }
 
 // NotRun is a planned cell that sent no traffic (unsupported scenario,
@@ -272,6 +281,7 @@ type Group struct {
 	Origin   string          `json:"origin"`
 	Scenario string          `json:"scenario"`
 	Tier     string          `json:"tier"`
+	Arm      string          `json:"arm,omitempty"` // cellid.Key.Arm: "" for the plan's own cells
 	Repeats  int             `json:"repeats"`
 	Valid    int             `json:"valid"`   // repeats not invalid; statistics use these only, all when none is
 	Invalid  int             `json:"invalid"` // repeats left out of the statistics

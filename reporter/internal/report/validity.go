@@ -205,7 +205,7 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 			if c.ProxyRes.CPUSource == ProxyCPUEdges || c.LoadgenCPU.Source == LoadgenCPUEdges {
 				from = append(from, "edge CPU")
 			}
-			then = append(then, andList(from)+" come from the manifest")
+			then = append(then, AndList(from)+" come from the manifest")
 		} else {
 			sev = Invalid
 			then = append(then, "no manifest holds its counts, so the cell has none")
@@ -229,7 +229,7 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 	case 1:
 		then = append(then, unknown[0]+" is unknown")
 	default:
-		then = append(then, andList(unknown)+" are unknown")
+		then = append(then, AndList(unknown)+" are unknown")
 	}
 	return sev, "Prometheus scraped " + strings.Join(ev, " and ") + ": " + strings.Join(then, "; ")
 }
@@ -257,8 +257,8 @@ func scrapeEvidence(s *ScrapeCoverage) string {
 	return fmt.Sprintf("the %s %d times between %s and %s (%s)", s.Job, s.Scrapes, clock(s.From), clock(s.To), strings.Join(why, "; "))
 }
 
-// andList joins "a", "a and b", "a, b and c".
-func andList(xs []string) string {
+// AndList joins "a", "a and b", "a, b and c".
+func AndList(xs []string) string {
 	if len(xs) < 2 {
 		return strings.Join(xs, "")
 	}
@@ -327,6 +327,27 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 // Pct renders a share as a percentage without trailing zeros, as the flag
 // reasons and the report's list of checks state thresholds.
 func Pct(x float64) string { return fmt.Sprintf("%.4g %%", 100*x) }
+
+// FormatP renders a p-value to 3 decimals, "< 0.001" below, "n/a" when
+// unknown (untested).
+func FormatP(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "n/a"
+	case p < 0.001:
+		return "< 0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+// SignedPct renders a relative change with its sign and one decimal,
+// "+2.6 %" or "-31.1 %"; "–" when unknown.
+func SignedPct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*x)
+}
 
 func errorBreakdown(c *Cell) string {
 	return fmt.Sprintf("5xx %d, 4xx %d, transport %d", c.Classes.S5xx, c.Classes.S4xx, c.Classes.Transport)

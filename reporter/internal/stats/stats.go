@@ -1,7 +1,10 @@
 // Package stats owns the small statistics the reporter needs: summaries
 // across repeats (mean, median, sample standard deviation, coefficient of
-// variation, Student-t confidence interval), the Mann-Whitney U test used by
-// diff, and the least-squares slope used for memory growth.
+// variation, Student-t confidence interval), Student's t distribution
+// (through the regularized incomplete beta function), the t tests diff and
+// the noise floor use (paired on log ratios, Welch on log values), the
+// Holm-Bonferroni adjustment for multiple comparisons, the Mann-Whitney U
+// test, and the least-squares slope used for memory growth.
 package stats
 
 import (
@@ -98,24 +101,13 @@ func Stddev(xs []float64) float64 {
 	return math.Sqrt(ss / float64(len(xs)-1))
 }
 
-// t975 holds the 0.975 quantile of Student's t for 1..30 degrees of freedom.
-var t975 = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-
-// TQuantile975 is the two-sided 95 % critical value of Student's t.
+// TQuantile975 is the two-sided 95 % critical value of Student's t with
+// df degrees of freedom; NaN for df < 1.
 func TQuantile975(df int) float64 {
-	switch {
-	case df < 1:
+	if df < 1 {
 		return math.NaN()
-	case df <= len(t975):
-		return t975[df-1]
-	default:
-		// Cornish-Fisher expansion around the normal quantile; < 0.001 off for df > 30.
-		z := 1.959964
-		d := float64(df)
-		return z + (z*z*z+z)/(4*d) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*d*d)
 	}
+	return TQuantile(0.975, float64(df))
 }
 
 // Slope is the ordinary least-squares slope of y over x; NaN with fewer than

@@ -123,7 +123,11 @@ func (r *Run) proxies() []string {
 }
 
 func (r *Run) cellLabels(c *Cell, lg string) string {
-	return fmt.Sprintf(`%s,run="%s",cell="%s",proxy="%s",origin="%s",scenario="simple",tier="%s",repeat="%d"`, lg, r.ID, c.ID, c.Proxy, c.Origin, c.Tier, c.Repeat)
+	arm := ""
+	if c.Arm != "" {
+		arm = fmt.Sprintf(`,arm="%s"`, c.Arm)
+	}
+	return fmt.Sprintf(`%s,run="%s",cell="%s",proxy="%s",origin="%s",scenario="simple",tier="%s"%s,repeat="%d"`, lg, r.ID, c.ID, c.Proxy, c.Origin, c.Tier, arm, c.Repeat)
 }
 
 // integrate writes a counter growing at rate(mid of each scrape interval).

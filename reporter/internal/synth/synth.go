@@ -2,7 +2,10 @@
 // writes the series a real run leaves in Prometheus (loadgen, exporter,
 // cAdvisor; named and typed by the rows of internal/metricdefs) as
 // OpenMetrics text with timestamps, for promtool to backfill, and keeps the
-// exact truth every reported number must match.
+// exact truth every reported number must match; and runs of judged report
+// cells with noise of a chosen size, interleaved as the lab measures them
+// (Noisy: the A/A control, the duet's and the observer's arms), for the
+// noise floor and diff.
 package synth
 
 import (
