@@ -3,7 +3,9 @@
 # bench (scripts/bench.sh) with the given arm flags, then compares each arm
 # with the plan's own cells of the same run, repeat by repeat
 # (reporter diff -run), and exits with the comparison's code: 4 when a duet's
-# candidate regressed beyond the run's noise floor.
+# candidate regressed beyond the run's noise floor or one of its cells is
+# missing, failed or newly invalid. The bench's own code (a cell over its
+# SLO, which a worse candidate is expected to be) does not decide it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results=results run=""
@@ -21,8 +23,7 @@ fi
 scripts/bench.sh "${args[@]}"
 brc=$?
 [ -f "$results/$run/report.json" ] || { echo "arms: no report for run $run (bench exit $brc)" >&2; exit 1; }
-.cache/dist/reporter diff -run "$run" -results "$results" -json "$results/$run/arms.json"
-rc=$?
-echo "arms: comparison: $results/$run/arms.md, $results/$run/arms.json" >&2
-[ $rc -ne 0 ] && exit $rc
-exit $brc
+.cache/dist/reporter diff -run "$run" -results "$results" -json "$results/$run/arms.json" | tee "$results/$run/arms.md"
+rc=${PIPESTATUS[0]}
+echo "arms: bench exit $brc; comparison exit $rc: $results/$run/arms.md, $results/$run/arms.json" >&2
+exit $rc
