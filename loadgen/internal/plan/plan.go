@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/placement"
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/load"
@@ -53,6 +54,9 @@ type Plan struct {
 	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
 	Project     string   `yaml:"project" json:"project"`               // compose project
 	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+	// Placement is which CPUs each role gets (internal/placement); the
+	// runner resolves it for the host and checks the stack follows it.
+	Placement placement.Spec `yaml:"placement" json:"placement"`
 
 	// Scenario settings (docs/scenarios.md).
 	AuthInvalid      float64  `yaml:"auth_invalid" json:"auth_invalid"`           // auth: share of traffic with a missing or wrong key
@@ -117,6 +121,7 @@ func (p *Plan) Finish(now time.Time) {
 	if p.Mode == "" {
 		p.Mode = load.DefaultMode(p.Rate, len(p.Stages))
 	}
+	p.Placement.Mode = p.Placement.Name()
 }
 
 // Validate checks every field and reports all problems at once, each naming
@@ -188,6 +193,7 @@ func (p *Plan) Validate() error {
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")
 	}
+	errs = append(errs, p.Placement.Problems()...)
 	if p.Project == "" && p.Isolate {
 		bad("project: isolation needs the compose project name (default proxybench)")
 	}
