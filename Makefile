@@ -12,11 +12,12 @@ RATE        ?= 0
 REPEATS     ?= 1
 ISOLATE     ?= true
 PLAN        ?=
+PLACEMENT   ?=
 RESULTS     ?= results
 PROM        ?= http://127.0.0.1:9090
 HOSTNET     ?= 1
 LISTEN      ?= 127.0.0.1
-export HOSTNET LISTEN
+export HOSTNET LISTEN PLACEMENT PLAN
 
 comma := ,
 empty :=
@@ -29,16 +30,16 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLAN RUN RESULTS)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT PLAN RUN RESULTS)
 	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
-	  -isolate='$(ISOLATE)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+	  -isolate='$(ISOLATE)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
 bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario, 2 s delay, fast origin); restarts proxies a run OOM-kills
 	@scripts/bench.sh -scenarios slow -slow-delay 2s -concurrency 10000 -origins fast -tier 10s -timeout 30s \
 	  -proxies '$(call csv,$(PROXIES))' -results '$(RESULTS)'; rc=$$?; scripts/stack.sh up >/dev/null; exit $$rc
 
-up: ## the stack alone (engine and images ensured); Grafana at http://127.0.0.1:3000 when online
+up: ## the stack alone (engine and images ensured), with its CPU placement (PLACEMENT=auto|none, PLAN); Grafana at http://127.0.0.1:3000 when online
 	@scripts/stack.sh up
 
 down: ## remove every container, network and volume of the stack

@@ -54,3 +54,43 @@ func TestRender(t *testing.T) {
 		t.Error("no -- separator accepted")
 	}
 }
+
+func TestRenderWorkers(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "in.conf"), filepath.Join(dir, "out.conf")
+	os.WriteFile(src, []byte("worker_processes ${PROXY_WORKERS};\nlisten ${LISTEN_ADDR}:8882;\n"), 0o644)
+	for _, tc := range []struct{ workers, want, err string }{
+		{"1", "worker_processes 1;\nlisten 127.0.0.1:8882;\n", ""},
+		{"2", "worker_processes 2;\nlisten 127.0.0.1:8882;\n", ""},
+		{"", "", `PROXY_WORKERS ""`},
+		{"0", "", `PROXY_WORKERS "0"`},
+		{"02", "", `PROXY_WORKERS "02"`},
+		{"2; daemon on", "", `PROXY_WORKERS "2; daemon on"`},
+		{"100000", "", "1..1024"},
+	} {
+		os.Remove(dst)
+		env := func(k string) string {
+			return map[string]string{"LISTEN_ADDR": "127.0.0.1", "PROXY_WORKERS": tc.workers}[k]
+		}
+		_, err := render([]string{src, dst, "--", "nginx"}, env)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want one naming %s", tc.workers, err, tc.err)
+			}
+			if _, serr := os.Stat(dst); serr == nil {
+				t.Errorf("%q: wrote %s despite the error", tc.workers, dst)
+			}
+			continue
+		}
+		if b, _ := os.ReadFile(dst); err != nil || string(b) != tc.want {
+			t.Errorf("%q: rendered %q (%v), want %q", tc.workers, b, err, tc.want)
+		}
+	}
+	// A config without the placeholder needs no PROXY_WORKERS (Traefik's).
+	os.WriteFile(src, []byte("listen ${LISTEN_ADDR}:8882;\n"), 0o644)
+	if _, err := render([]string{src, dst, "--", "traefik"}, func(k string) string {
+		return map[string]string{"LISTEN_ADDR": "127.0.0.1"}[k]
+	}); err != nil {
+		t.Errorf("no workers placeholder: %v", err)
+	}
+}
