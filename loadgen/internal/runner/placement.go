@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
@@ -43,6 +45,9 @@ func (r *Runner) place(ctx context.Context) (*manifest.Placement, error) {
 				seen = append(seen, placement.Observed{Name: c.Name, Role: role, Cpuset: c.Cpuset, CPUs: c.CPUs})
 			}
 		}
+		slices.SortFunc(rec.Containers, func(a, b manifest.ContainerCPUs) int {
+			return cmp.Or(cmp.Compare(slices.Index(placement.Roles, a.Role), slices.Index(placement.Roles, b.Role)), cmp.Compare(a.Name, b.Name))
+		})
 		if err := pl.MismatchError(seen, pl.Online, upFlags(pl.Mode)); err != nil {
 			return nil, err
 		}

@@ -89,8 +89,10 @@ func TestPlacementRecorded(t *testing.T) {
 		p.ProxyCPUs != stack.ctrs[0].CPUs || p.Workers != int(p.ProxyCPUs) {
 		t.Errorf("placement %+v", p)
 	}
-	if len(p.Containers) != 4 || p.Containers[0] != (manifest.ContainerCPUs{Name: "proxybench-nginx", Service: "nginx", Role: placement.RoleProxy,
-		State: "running", CPUs: p.ProxyCPUs}) || p.Containers[2].Role != placement.RoleOrigins || p.Containers[3].Role != placement.RoleObservability {
+	// In role order, then by name.
+	if len(p.Containers) != 4 || p.Containers[1] != (manifest.ContainerCPUs{Name: "proxybench-nginx", Service: "nginx", Role: placement.RoleProxy,
+		State: "running", CPUs: p.ProxyCPUs}) || p.Containers[0].Name != "proxybench-caddy" ||
+		p.Containers[2].Role != placement.RoleOrigins || p.Containers[3].Role != placement.RoleObservability {
 		t.Errorf("containers %+v", p.Containers)
 	}
 	// Placement none pins nothing: the loadgen keeps the CPUs it started with.
