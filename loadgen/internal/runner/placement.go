@@ -41,13 +41,16 @@ func (r *Runner) place(ctx context.Context) (*manifest.Placement, error) {
 			}
 			rec.Containers = append(rec.Containers, manifest.ContainerCPUs{Name: c.Name, Service: c.Service, Role: role,
 				State: c.State, Cpuset: c.Cpuset, CPUs: c.CPUs})
-			if c.Running {
-				seen = append(seen, placement.Observed{Name: c.Name, Role: role, Cpuset: c.Cpuset, CPUs: c.CPUs})
-			}
 		}
+		// In role order, then by name: the manifest and the error read alike every time.
 		slices.SortFunc(rec.Containers, func(a, b manifest.ContainerCPUs) int {
 			return cmp.Or(cmp.Compare(slices.Index(placement.Roles, a.Role), slices.Index(placement.Roles, b.Role)), cmp.Compare(a.Name, b.Name))
 		})
+		for _, c := range rec.Containers {
+			if c.State == "running" || c.State == "paused" {
+				seen = append(seen, placement.Observed{Name: c.Name, Role: c.Role, Cpuset: c.Cpuset, CPUs: c.CPUs})
+			}
+		}
 		if err := pl.MismatchError(seen, pl.Online, upFlags(pl.Mode)); err != nil {
 			return nil, err
 		}
