@@ -289,7 +289,7 @@ func (p Placement) Summary() string {
 	for _, r := range Roles {
 		parts = append(parts, r+" "+ListOrAll(p.Of(r)))
 	}
-	return fmt.Sprintf("placement %s (online CPUs %s): %s; every proxy: quota %g CPUs, %d workers", p.Mode, p.Online,
+	return fmt.Sprintf("placement %s (online CPUs %s): %s; every proxy: CPU quota %g, workers %d", p.Mode, p.Online,
 		strings.Join(parts, ", "), p.ProxyCPUs, p.Workers)
 }
 

@@ -28,7 +28,7 @@ func placementTables(p *report.Placement) []Table {
 				measured = "unknown: " + p.Loadgen.Error
 			}
 		case placement.RoleProxy:
-			planned += fmt.Sprintf(", quota %g CPUs and %d workers each", p.ProxyCPUs, p.Workers)
+			planned += fmt.Sprintf(" (each proxy: CPU quota %g, workers %d)", p.ProxyCPUs, p.Workers)
 			fallthrough
 		default:
 			measured = roleMeasured(p, r.Role)

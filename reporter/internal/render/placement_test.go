@@ -31,7 +31,7 @@ func TestPlacementSection(t *testing.T) {
 		{name: "auto", env: report.Environment{Placement: auto, Isolation: report.IsolationStatement(&on, auto)}, has: []string{
 			"**CPU placement: auto (2 CPUs: the proxy on one, everything else on the other)**",
 			"| loadgen | 0 | 0 (8 threads, GOMAXPROCS 1) |",
-			"| proxy | 1, quota 1 CPUs and 1 workers each | 1 of 2 containers differ (below) |",
+			"| proxy | 1 (each proxy: CPU quota 1, workers 1) | 1 of 2 containers differ (below) |",
 			"| origins | 0 | as planned (1 of 1 containers) |",
 			"| observability | 0 | no container |",
 			"Not as planned: proxybench-caddy has a CPU quota of 0.7, the plan gives every proxy 1.",
