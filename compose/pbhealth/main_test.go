@@ -31,7 +31,9 @@ func TestRender(t *testing.T) {
 	} {
 		os.WriteFile(src, []byte(tc.conf), 0o644)
 		os.Remove(dst)
-		env := func(k string) string { return map[string]string{"LISTEN_ADDR": tc.addr, "PROXY_WORKERS": tc.workers}[k] }
+		env := func(k string) string {
+			return map[string]string{"LISTEN_ADDR": tc.addr, "PROXY_WORKERS": tc.workers}[k]
+		}
 		argv, err := render([]string{src, dst, "--", "nginx", "-c", dst}, env)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
