@@ -14,11 +14,12 @@ ISOLATE     ?= true
 ORDER       ?= interleaved
 SEED        ?= 0
 PLAN        ?=
+PLACEMENT   ?=
 RESULTS     ?= results
 PROM        ?= http://127.0.0.1:9090
 HOSTNET     ?= 1
 LISTEN      ?= 127.0.0.1
-export HOSTNET LISTEN
+export HOSTNET LISTEN PLACEMENT PLAN
 
 comma := ,
 empty :=
@@ -31,10 +32,10 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLAN RUN RESULTS)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT PLAN RUN RESULTS)
 	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
-	  -isolate='$(ISOLATE)' -order '$(ORDER)' -seed '$(SEED)' -results '$(RESULTS)' $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+	  -isolate='$(ISOLATE)' -order '$(ORDER)' -seed '$(SEED)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
 # A duet and an observer study need pairs: 5 repeats unless REPEATS is given.
 PAIRS = $(if $(filter file,$(origin REPEATS)),5,$(REPEATS))
@@ -42,17 +43,17 @@ PAIRS = $(if $(filter file,$(origin REPEATS)),5,$(REPEATS))
 duet: ## interleaved A/B in one run: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; paired comparison, exit 4 on a regression beyond the noise floor (CPUS PROXIES ORIGINS REPEATS=5 TIER)
 	@test -n "$(CPUS)" || { echo "make duet: set CPUS=<the candidate's CPU quota for the proxy, in cores>, e.g. CPUS=0.7 (a 30 % cut of 1 core)"; exit 2; }
 	@scripts/arms.sh -duet-cpus '$(CPUS)' -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
-	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(RUN),-run '$(RUN)')
+	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
 
 observer: ## the observer effect: each cell with the observability stack on, then paused, interleaved; req/s and p99 differences with 95 % CIs (PROXIES ORIGINS=fast REPEATS=5 TIER)
 	@scripts/arms.sh -observer -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(if $(filter file,$(origin ORIGINS)),fast,$(ORIGINS)))' \
-	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(RUN),-run '$(RUN)')
+	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
 
 bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario, 2 s delay, fast origin); restarts proxies a run OOM-kills
 	@scripts/bench.sh -scenarios slow -slow-delay 2s -concurrency 10000 -origins fast -tier 10s -timeout 30s \
 	  -proxies '$(call csv,$(PROXIES))' -results '$(RESULTS)'; rc=$$?; scripts/stack.sh up >/dev/null; exit $$rc
 
-up: ## the stack alone (engine and images ensured); Grafana at http://127.0.0.1:3000 when online
+up: ## the stack alone (engine and images ensured), with its CPU placement (PLACEMENT=auto|none, PLAN); Grafana at http://127.0.0.1:3000 when online
 	@scripts/stack.sh up
 
 down: ## remove every container, network and volume of the stack

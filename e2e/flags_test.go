@@ -280,11 +280,17 @@ http {
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The CPUs and quota of the stack's proxies (its placement): a run
+	// refuses a proxy placed otherwise (parity).
+	cpuset, nano, _ := strings.Cut(docker(t, "inspect", "-f", "{{.HostConfig.CpusetCpus}}|{{.HostConfig.NanoCpus}}", "proxybench-nginx"), "|")
+	cores, _ := strconv.ParseFloat(nano, 64)
 	_ = exec.Command("docker", "rm", "-f", "proxybench-custom").Run()
-	docker(t, "run", "-d", "--name", "proxybench-custom", "--network", "host", "--cpus", "2", "--memory", "512m",
+	run := []string{"run", "-d", "--name", "proxybench-custom", "--network", "host", "--memory", "512m",
+		"--cpus", strconv.FormatFloat(cores/1e9, 'f', -1, 64), "--cpuset-cpus", cpuset,
 		"--label", "com.docker.compose.project=proxybench", "--label", "com.docker.compose.service=custom",
 		"--label", "proxybench.role=proxy", "--label", "proxybench.version-cmd=nginx -v",
-		"-v", dir+":/etc/proxybench:ro", img, "nginx", "-c", "/etc/proxybench/nginx.conf", "-g", "daemon off;")
+		"-v", dir + ":/etc/proxybench:ro", img, "nginx", "-c", "/etc/proxybench/nginx.conf", "-g", "daemon off;"}
+	docker(t, run...)
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", "proxybench-custom").Run() })
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -4,6 +4,7 @@
 //	loadgen run       [flags]   run a plan (the matrix) and write results/<run>/
 //	loadgen attack    [flags]   one load against one URL, summary on stdout
 //	loadgen preflight [flags]   check every proxy x origin route, print versions
+//	loadgen placement [flags]   print this host's CPU placement as compose variables
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"proxybench/loadgen/internal/attackcmd"
+	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
 )
@@ -32,11 +34,12 @@ var commands = map[string]command{
 	"run":       runner.Main,
 	"attack":    attackcmd.Main,
 	"preflight": preflight.Main,
+	"placement": placementcmd.Main,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

@@ -11,7 +11,7 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 # The flags this script itself needs are read the way Go's flag package
 # reads them (-f v, -f=v, --f v, --f=v); everything goes on to the loadgen,
 # which rejects what it does not know.
-results=results run="" maddr=""
+results=results run="" maddr="" placement="" planfile=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   a=${args[i]}
@@ -22,10 +22,16 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     -results) results=$val ;;
     -run) run=$val ;;
     -metrics-addr) maddr=$val ;;
+    -placement) placement=$val ;;
+    -plan) planfile=$val ;;
     --) break ;;
   esac
 done
 [ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
+# The stack and the loadgen follow one CPU placement (README, Placement):
+# -placement, else PLACEMENT, else the plan file's section, else auto.
+if [ -z "$placement" ] && [ -n "${PLACEMENT:-}" ]; then placement=$PLACEMENT; args+=(-placement "$placement"); fi
+export PLACEMENT=$placement PLAN=$planfile
 
 ENGINE_COMPOSE=skip scripts/engine.sh || exit 1 # stack.sh up ensures compose
 # The loadgen's /metrics binds where Prometheus can reach it and no wider:
@@ -41,8 +47,9 @@ if [ -z "$maddr" ]; then
 fi
 started=0
 if scripts/stack.sh running; then
-  say "stack already up: using it and leaving it up"
-  scripts/stack.sh wait || exit 1
+  # up again: compose recreates only the containers whose placement changed.
+  say "stack already up: using it (with this run's placement) and leaving it up"
+  scripts/stack.sh up || exit 1
 else
   started=1
   scripts/stack.sh up || { scripts/stack.sh stop; exit 1; }

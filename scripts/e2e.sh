@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'e2e: %s\n' "$*" >&2; }
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+# The stack and every loadgen run below use the default CPU placement (auto).
+unset PLACEMENT PLAN
 t0=$SECONDS
 
 scripts/engine.sh

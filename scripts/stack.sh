@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # stack.sh up|stop|down|wait|running: the proxybench stack's lifecycle.
-#   up       engine + images, then start every service and wait until healthy
+#   up       engine + images, then start every service with its CPU placement
+#            (PLACEMENT=auto|none, default the PLAN file's placement section,
+#            else auto) and wait until healthy
 #   stop     remove the containers, keep Prometheus's data volume
 #   down     remove every container, network and volume of the project
 #   running  exit 0 when the stack's proxies are already up (bench leaves it so)
@@ -27,6 +29,20 @@ ready() {
   url=$(docker inspect -f '{{if .Config.Healthcheck}}{{range .Config.Healthcheck.Test}}{{.}} {{end}}{{else}}none{{end}}' "$1" 2>/dev/null | awk '{print $NF}')
   [ "$url" = none ] && return 0 # no healthcheck: running is all we can know
   [[ $url == http://127.0.0.1:* ]] && curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null
+}
+
+# placement_env sets the compose file's CPU placement variables from
+# `loadgen placement`, the one plan (internal/placement) that `loadgen run`
+# checks the stack against. A changed placement changes the containers'
+# configuration, so compose recreates them.
+placement_env() {
+  local vars k v
+  # scripts/images.sh has just built it; build it when something removed it.
+  [ -x .cache/dist/loadgen ] || CGO_ENABLED=0 go build -o .cache/dist/loadgen ./loadgen
+  vars=$(.cache/dist/loadgen placement ${PLACEMENT:+-placement "$PLACEMENT"} ${PLAN:+-plan "$PLAN"}) || exit 2
+  while IFS='=' read -r k v; do
+    [ -n "$k" ] && export "$k=$v"
+  done <<<"$vars"
 }
 
 wait_healthy() {
@@ -67,8 +83,15 @@ case ${1:-} in
       say "Grafana needs an admin password: set GRAFANA_ADMIN_PASSWORD (anonymous viewers get read-only access)"; exit 2
     fi
     grep -q '^OFFLINE=1' compose/images.env && say "offline: Grafana has no local image; the stack runs without it (dashboards are checked against Prometheus)"
+    placement_env
     # shellcheck disable=SC2046
     scripts/compose.sh up -d --no-build $(services) >&2
+    # A quota changed in place (a duet's candidate whose loadgen was killed,
+    # a docker update by hand) is no configuration change compose sees: set
+    # every proxy's back to the placement's.
+    for c in $(docker ps -q --filter label=com.docker.compose.project=proxybench --filter label=proxybench.role=proxy); do
+      docker update --cpus "$PROXY_CPUS" "$c" >/dev/null
+    done
     wait_healthy
     say "up: $(services)" ;;
   stop)

@@ -5,13 +5,16 @@
 //
 //	pbhealth URL                     exits 0 when GET URL answers 2xx within 2 s
 //	pbhealth render SRC DST -- CMD…  writes SRC to DST with ${LISTEN_ADDR}
-//	                                 replaced by that variable's value, then
-//	                                 runs CMD in its place (exec)
+//	                                 and ${PROXY_WORKERS} replaced by those
+//	                                 variables' values, then runs CMD in its
+//	                                 place (exec)
 //
 // render is for the proxies whose configuration cannot read the
 // environment itself (nginx, Traefik's static file): the stack decides the
 // address every listener binds (127.0.0.1 unless LISTEN says otherwise)
-// and passes it as LISTEN_ADDR.
+// and passes it as LISTEN_ADDR, and the worker count of its CPU placement
+// (internal/placement) as PROXY_WORKERS. ${LISTEN_ADDR} must appear in
+// SRC; ${PROXY_WORKERS} is replaced where it appears.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,8 +56,15 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	return probe(args[0], stderr)
 }
 
-// Placeholder is the one token render replaces.
+// Placeholder is the token render requires: every listener's address.
 const Placeholder = "${LISTEN_ADDR}"
+
+// WorkersPlaceholder is replaced by PROXY_WORKERS where it appears.
+const WorkersPlaceholder = "${PROXY_WORKERS}"
+
+// maxWorkers bounds PROXY_WORKERS: a typo must not start thousands of
+// processes.
+const maxWorkers = 1024
 
 // render writes the configuration and returns the command to run.
 func render(args []string, getenv func(string) string) ([]string, error) {
@@ -75,7 +86,15 @@ func render(args []string, getenv func(string) string) ([]string, error) {
 	if !strings.Contains(string(b), Placeholder) {
 		return nil, fmt.Errorf("%s has no %s: its listeners would ignore the address the stack asks for", src, Placeholder)
 	}
-	if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(b), Placeholder, addr)), 0o644); err != nil {
+	out := strings.ReplaceAll(string(b), Placeholder, addr)
+	if strings.Contains(out, WorkersPlaceholder) {
+		w := getenv("PROXY_WORKERS")
+		if n, err := strconv.Atoi(w); err != nil || n < 1 || n > maxWorkers || strconv.Itoa(n) != w {
+			return nil, fmt.Errorf("PROXY_WORKERS %q: want the proxy's worker count, a whole number in 1..%d (scripts/stack.sh sets it from the CPU placement)", w, maxWorkers)
+		}
+		out = strings.ReplaceAll(out, WorkersPlaceholder, w)
+	}
+	if err := os.WriteFile(dst, []byte(out), 0o644); err != nil {
 		return nil, err
 	}
 	return argv, nil

@@ -10,47 +10,51 @@ import (
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "in.conf"), filepath.Join(dir, "out.conf")
-	os.WriteFile(src, []byte("listen ${LISTEN_ADDR}:8882;\nlisten ${LISTEN_ADDR}:8982;\n"), 0o644)
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "LISTEN_ADDR" {
-				return v
-			}
-			return ""
-		}
-	}
-	for _, tc := range []struct{ addr, want, err string }{
-		{"127.0.0.1", "listen 127.0.0.1:8882;\nlisten 127.0.0.1:8982;\n", ""},
-		{"::1", "listen [::1]:8882;\nlisten [::1]:8982;\n", ""},
-		{"", "", `LISTEN_ADDR ""`},
-		{"localhost; evil", "", `LISTEN_ADDR "localhost; evil"`},
+	const listen = "listen ${LISTEN_ADDR}:8882;\nlisten ${LISTEN_ADDR}:8982;\n"
+	const workers = "worker_processes ${PROXY_WORKERS};\nlisten ${LISTEN_ADDR}:8882;\n"
+	for _, tc := range []struct {
+		conf, addr, workers, want, err string
+	}{
+		{listen, "127.0.0.1", "", "listen 127.0.0.1:8882;\nlisten 127.0.0.1:8982;\n", ""},
+		{listen, "::1", "", "listen [::1]:8882;\nlisten [::1]:8982;\n", ""},
+		{listen, "", "", "", `LISTEN_ADDR ""`},
+		{listen, "localhost; evil", "", "", `LISTEN_ADDR "localhost; evil"`},
+		{"listen 8882;\n", "127.0.0.1", "", "", "has no ${LISTEN_ADDR}"},
+		// PROXY_WORKERS is needed only where the config asks for it (not Traefik's).
+		{workers, "127.0.0.1", "1", "worker_processes 1;\nlisten 127.0.0.1:8882;\n", ""},
+		{workers, "127.0.0.1", "2", "worker_processes 2;\nlisten 127.0.0.1:8882;\n", ""},
+		{workers, "127.0.0.1", "", "", `PROXY_WORKERS ""`},
+		{workers, "127.0.0.1", "0", "", `PROXY_WORKERS "0"`},
+		{workers, "127.0.0.1", "02", "", `PROXY_WORKERS "02"`},
+		{workers, "127.0.0.1", "2; daemon on", "", `PROXY_WORKERS "2; daemon on"`},
+		{workers, "127.0.0.1", "100000", "", "1..1024"},
 	} {
+		os.WriteFile(src, []byte(tc.conf), 0o644)
 		os.Remove(dst)
-		argv, err := render([]string{src, dst, "--", "nginx", "-c", dst}, env(tc.addr))
+		env := func(k string) string {
+			return map[string]string{"LISTEN_ADDR": tc.addr, "PROXY_WORKERS": tc.workers}[k]
+		}
+		argv, err := render([]string{src, dst, "--", "nginx", "-c", dst}, env)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: err %v, want one naming %s", tc.addr, err, tc.err)
+				t.Errorf("%q %q: err %v, want one naming %s", tc.addr, tc.workers, err, tc.err)
 			}
 			if _, serr := os.Stat(dst); serr == nil {
-				t.Errorf("%q: wrote %s despite the error", tc.addr, dst)
+				t.Errorf("%q %q: wrote %s despite the error", tc.addr, tc.workers, dst)
 			}
 			continue
 		}
 		if err != nil {
-			t.Fatalf("%q: %v", tc.addr, err)
+			t.Fatalf("%q %q: %v", tc.addr, tc.workers, err)
 		}
 		if b, _ := os.ReadFile(dst); string(b) != tc.want {
-			t.Errorf("%q: rendered %q, want %q", tc.addr, b, tc.want)
+			t.Errorf("%q %q: rendered %q, want %q", tc.addr, tc.workers, b, tc.want)
 		}
 		if strings.Join(argv, " ") != "nginx -c "+dst {
 			t.Errorf("argv %q", argv)
 		}
 	}
-	os.WriteFile(src, []byte("listen 8882;\n"), 0o644)
-	if _, err := render([]string{src, dst, "--", "nginx"}, env("127.0.0.1")); err == nil || !strings.Contains(err.Error(), "has no ${LISTEN_ADDR}") {
-		t.Errorf("a config without the placeholder: err %v", err)
-	}
-	if _, err := render([]string{src, dst, "nginx"}, env("127.0.0.1")); err == nil {
+	if _, err := render([]string{src, dst, "nginx"}, func(string) string { return "127.0.0.1" }); err == nil {
 		t.Error("no -- separator accepted")
 	}
 }

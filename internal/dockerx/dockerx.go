@@ -47,6 +47,11 @@ type Container struct {
 	// Pid is the container's main process as the engine's host sees it
 	// (State.Pid); 0 when not running, and in List, which inspects nothing.
 	Pid int
+	// Cpuset is the CPUs it may run on (HostConfig.CpusetCpus), "" for
+	// every CPU; CPUs its CPU quota in cores (NanoCpus, else CpuQuota /
+	// CpuPeriod), 0 for none. Empty in List.
+	Cpuset string
+	CPUs   float64
 }
 
 // Client is a connection to the Docker engine.
@@ -148,6 +153,19 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 		ctr.Labels = r.Config.Labels
 		ctr.Service = r.Config.Labels[LabelService]
 		ctr.Tty = r.Config.Tty
+	}
+	if h := r.HostConfig; h != nil {
+		ctr.Cpuset = h.CpusetCpus
+		switch {
+		case h.NanoCPUs > 0:
+			ctr.CPUs = float64(h.NanoCPUs) / 1e9
+		case h.CPUQuota > 0:
+			period := h.CPUPeriod
+			if period <= 0 {
+				period = 100000 // the kernel's default CFS period, µs
+			}
+			ctr.CPUs = float64(h.CPUQuota) / float64(period)
+		}
 	}
 	if r.State != nil {
 		ctr.State = r.State.Status

@@ -67,7 +67,7 @@ func TestLifecycle(t *testing.T) {
 			LabelService:    "ticker",
 			LabelVersionCmd: "cat /etc/debian_version",
 		},
-	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, project+"-ticker")
+	}, &container.HostConfig{NetworkMode: "none", Resources: container.Resources{CpusetCpus: "0", NanoCPUs: 5e8}}, nil, nil, project+"-ticker")
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -84,7 +84,8 @@ func TestLifecycle(t *testing.T) {
 	if len(ctrs) != 1 || ctrs[0].ID != id || ctrs[0].Running || !ctrs[0].StartedAt.IsZero() || ctrs[0].Pid != 0 {
 		t.Fatalf("before start: got %+v, want one stopped container %s", ctrs, id[:12])
 	}
-	if ctrs[0].Service != "ticker" || ctrs[0].Name != project+"-ticker" || ctrs[0].Image != img || !strings.HasPrefix(ctrs[0].ImageID, "sha256:") {
+	if ctrs[0].Service != "ticker" || ctrs[0].Name != project+"-ticker" || ctrs[0].Image != img || !strings.HasPrefix(ctrs[0].ImageID, "sha256:") ||
+		ctrs[0].Cpuset != "0" || ctrs[0].CPUs != 0.5 {
 		t.Errorf("fields: %+v", ctrs[0])
 	}
 

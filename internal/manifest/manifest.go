@@ -28,7 +28,10 @@ type Manifest struct {
 	Plan     json.RawMessage   `json:"plan,omitempty"`     // the expanded plan as the loadgen ran it
 	Versions map[string]string `json:"versions,omitempty"` // proxy -> version printed by its running binary
 	Host     Host              `json:"host"`
-	Cells    []Cell            `json:"cells"`
+	// Placement is the run's CPU placement, planned and measured
+	// (placement.go); nil in a manifest written before runs had one.
+	Placement *Placement `json:"placement,omitempty"`
+	Cells     []Cell     `json:"cells"`
 }
 
 // Host describes where the run happened.

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"proxybench/internal/placement"
 	"proxybench/internal/scenario"
 )
 
@@ -84,6 +85,13 @@ var fields = []field{
 		get: func(p *Plan) string { return p.MetricsAddr }, set: func(p *Plan, s string) error { p.MetricsAddr = s; return nil }},
 	{name: "project", usage: "compose `project` of the stack",
 		get: func(p *Plan) string { return p.Project }, set: func(p *Plan, s string) error { p.Project = s; return nil }},
+	{name: "placement", usage: "CPU `placement`: auto (from the host's CPUs: on 2, the proxy on one, everything else on the other) or none (no cpusets); a plan file's placement section names cpusets; the stack must run the same (make up PLACEMENT=...)",
+		get: func(p *Plan) string { return p.Placement.Name() }, set: func(p *Plan, s string) error {
+			if s != "" { // "": the plan file's section, else auto
+				p.Placement = placement.Spec{Mode: s}
+			}
+			return nil
+		}},
 	{name: "slo-p99", usage: "p99 latency objective (`duration`), carried to the reporter",
 		get: func(p *Plan) string { return p.SLO.P99.String() }, set: durField(func(p *Plan) *Duration { return &p.SLO.P99 })},
 	{name: "slo-error-ratio", usage: "error `ratio` objective (0.01 = 1%), carried to the reporter",

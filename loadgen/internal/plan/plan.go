@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/placement"
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/load"
@@ -58,6 +59,9 @@ type Plan struct {
 	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
 	Project     string   `yaml:"project" json:"project"`               // compose project
 	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+	// Placement is which CPUs each role gets (internal/placement); the
+	// runner resolves it for the host and checks the stack follows it.
+	Placement placement.Spec `yaml:"placement" json:"placement"`
 
 	// Scenario settings (docs/scenarios.md).
 	AuthInvalid      float64  `yaml:"auth_invalid" json:"auth_invalid"`           // auth: share of traffic with a missing or wrong key
@@ -137,6 +141,7 @@ func (p *Plan) Finish(now time.Time) {
 	if p.Order == OrderRandom && p.Seed == 0 {
 		p.Seed = seedOf(p.Run)
 	}
+	p.Placement.Mode = p.Placement.Name()
 }
 
 // Validate checks every field and reports all problems at once, each naming
@@ -220,6 +225,7 @@ func (p *Plan) Validate() error {
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")
 	}
+	errs = append(errs, p.Placement.Problems()...)
 	if p.Project == "" && p.Isolate {
 		bad("project: isolation needs the compose project name (default proxybench)")
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"proxybench/internal/cellid"
-
+	"proxybench/internal/placement"
 	"proxybench/loadgen/internal/load"
 )
 
@@ -110,6 +110,29 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{"stages 10s:0: concurrency stages need a target of at least 1 somewhere"}},
 		{name: "zero repeats", args: []string{"-repeats", "0"}, wantErr: []string{"repeats 0"}},
 		{name: "stray arg", args: []string{"quick"}, wantErr: []string{`unexpected argument "quick"`}},
+		{name: "placement default auto", check: func(t *testing.T, p *Plan) {
+			if p.Placement != (placement.Spec{Mode: placement.Auto}) {
+				t.Errorf("placement %+v", p.Placement)
+			}
+		}},
+		{name: "placement none", args: []string{"-placement", "none"}, check: func(t *testing.T, p *Plan) {
+			if p.Placement != (placement.Spec{Mode: placement.None}) {
+				t.Errorf("placement %+v", p.Placement)
+			}
+		}},
+		{name: "placement section is custom", args: []string{"-plan", "testdata/placement.yaml"}, check: func(t *testing.T, p *Plan) {
+			if p.Placement != (placement.Spec{Mode: placement.Custom, Proxy: "1", Observability: "0"}) {
+				t.Errorf("placement %+v", p.Placement)
+			}
+		}},
+		{name: "placement flag wins over the section", args: []string{"-plan", "testdata/placement.yaml", "-placement", "auto"}, check: func(t *testing.T, p *Plan) {
+			if p.Placement != (placement.Spec{Mode: placement.Auto}) {
+				t.Errorf("placement %+v", p.Placement)
+			}
+		}},
+		{name: "bad placement flag", args: []string{"-placement", "pinned"}, wantErr: []string{"invalid plan:", `placement.mode "pinned": use auto`}},
+		{name: "bad placement section", args: []string{"-plan", "testdata/badplacement.yaml"},
+			wantErr: []string{"placement.mode auto with CPUs named for proxy, origins", `placement.origins "0-1" shares CPU 1 with placement.proxy "1"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func dockerRun(t *testing.T, project, service, role string, argv ...string) stri
 	base := []string{"run", "-d", "--name", name, "--network", "host",
 		"--label", dockerx.LabelProject + "=" + project, "--label", dockerx.LabelService + "=" + service,
 		"--label", dockerx.LabelRole + "=" + role, "--label", dockerx.LabelVersionCmd + "=python3 --version"}
+	if role == "proxy" { // the quota of placement none, which args() asks for
+		base = append(base, "--cpus", strconv.FormatFloat(unplacedStack(t).ctrs[0].CPUs, 'f', -1, 64))
+	}
 	out, err := exec.Command("docker", append(base, argv...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker run %s: %v: %s", name, err, out)

@@ -79,6 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
 		return ExitUsage
 	}
+	pl, err := resolvePlacement(p.Placement)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+		return ExitUsage
+	}
 	if _, err := os.Stat(filepath.Join(p.Results, p.Run, "manifest.json")); err == nil {
 		fmt.Fprintf(stderr, "loadgen run: run %q already exists in %s: pick another -run or remove that directory\n", p.Run, p.Results)
 		return ExitUsage
@@ -137,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
-		Host: HostInfo(ctx), Self: self,
+		Host: HostInfo(ctx), Self: self, Placement: pl,
 	}
 	log.Info("run", "id", p.Run, "cells", len(x.Cells), "takes_at_least", x.Estimate().Round(time.Second).String(),
 		"results", filepath.Join(p.Results, p.Run), "metrics", metricsAddr)

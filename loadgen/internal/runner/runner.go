@@ -19,6 +19,7 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/placement"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
@@ -87,6 +88,10 @@ type Runner struct {
 	// Self reads the loadgen's own CPU at every window edge; nil: a fresh
 	// unregistered one.
 	Self *selfcpu.Collector
+	// Placement is the run's CPU placement, resolved for this host; Run
+	// checks the stack follows it and pins the loadgen (placement.go).
+	// nil: neither.
+	Placement *placement.Placement
 
 	m       *manifest.Manifest
 	dir     string
@@ -122,6 +127,10 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		r.Self = selfcpu.New(r.Log)
 	}
 	p := r.Plan
+	placed, err := r.place(ctx)
+	if err != nil {
+		return nil, err
+	}
 	r.dir = filepath.Join(p.Results, p.Run)
 	planJSON, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
@@ -133,7 +142,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	now := r.Clock.Now()
 	r.m = &manifest.Manifest{
 		Schema: manifest.SchemaVersion, Run: p.Run, Status: "running", Started: now, Updated: now,
-		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Cells: []manifest.Cell{},
+		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Placement: placed, Cells: []manifest.Cell{},
 	}
 	if err := r.save(); err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/placement"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/promapi"
@@ -434,12 +435,15 @@ func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
 	}
 }
 
-// parity is the worker setting each proxy runs with (docs/parity.md).
-var parity = map[string]string{"nginx": "worker_processes 2", "haproxy": "nbthread 2", "traefik": "GOMAXPROCS=2",
-	"caddy": "GOMAXPROCS=2", "custom": "user's image"}
-
 func environment(ctx context.Context, cfg Config, r *report.Report, man *manifest.Manifest) report.Environment {
 	env := report.Environment{Host: map[string]string{}}
+	env.Placement, env.Isolation = placementEnv(man)
+	// Every proxy's worker count (docs/parity.md): the placement's, or
+	// what the stack ran with before it had one.
+	workers := placement.NoneCPUs
+	if env.Placement != nil {
+		workers = env.Placement.Workers
+	}
 	seen := map[string]bool{}
 	var proxies []string
 	for _, c := range r.Cells {
@@ -474,7 +478,7 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 		env.Host["prometheus"] = r.Sources.PrometheusVersion
 	}
 	for _, p := range proxies {
-		pe := report.ProxyEnv{Proxy: p, CPULimitCores: report.NaN(), MemLimitBytes: report.NaN(), Workers: parity[p]}
+		pe := report.ProxyEnv{Proxy: p, CPULimitCores: report.NaN(), MemLimitBytes: report.NaN(), Workers: placement.WorkerSetting(p, workers)}
 		if l := info[p]; l != nil {
 			pe.Image, pe.Version = l["image"], l["version"]
 		}

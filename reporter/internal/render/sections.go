@@ -353,8 +353,10 @@ func envSection(r *report.Report) Section {
 		}
 		t.Rows = append(t.Rows, []Cell{txt(p.Proxy), txt(v), txt(p.Image), txt(cpu), txt(mem), txt(p.Workers)})
 	}
-	t.Notes = []string{"Parity: same worker count as the CPU limit, keep-alive HTTP/1.1 upstream pools, no caching, no compression, no per-request disk logging, same timeouts."}
+	t.Notes = []string{"Parity: every proxy on the same CPUs (placement below) with the same CPU limit and as many workers as it, keep-alive HTTP/1.1 upstream pools, no caching, no compression, no per-request disk logging, same timeouts."}
 	sec.Tables = append(sec.Tables, t)
+	sec.Tables = append(sec.Tables, placementTables(r.Environment.Placement)...)
+	sec.Tables = append(sec.Tables, isolationTable(r.Environment.Isolation))
 	h := Table{Caption: "Host", Header: []string{"what", "value"}}
 	var ks []string
 	for k := range r.Environment.Host {

@@ -305,6 +305,12 @@ type Stat struct {
 type Environment struct {
 	Proxies []ProxyEnv        `json:"proxies"`
 	Host    map[string]string `json:"host,omitempty"`
+	// Placement is the run's CPU placement, planned and measured
+	// (placement.go); nil when the manifest has none.
+	Placement *Placement `json:"placement,omitempty"`
+	// Isolation states what pausing the other proxies isolates and what
+	// it does not.
+	Isolation Isolation `json:"isolation"`
 }
 
 // ProxyEnv is one proxy's version and limits, read from the running stack.

@@ -13,11 +13,26 @@ import (
 // (only those the synthetic loadgen publishes to Prometheus too, so that
 // both sources agree).
 func (r *Run) Manifest() *manifest.Manifest {
-	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: r.ID, Status: "done", Started: r.Start, Updated: r.End()}
+	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: r.ID, Status: "done", Started: r.Start, Updated: r.End(),
+		Placement: r.placement()}
 	for i := range r.Cells {
 		m.Cells = append(m.Cells, r.Cells[i].manifest())
 	}
 	return m
+}
+
+// placement is the run's CPU placement: none on a 2-CPU host, the proxies
+// at the 2-CPU quota the synthetic container series carry.
+func (r *Run) placement() *manifest.Placement {
+	p := &manifest.Placement{Mode: "none", Reason: "placement none: no cpusets; every process may run on every CPU", CPUs: 2, Online: "0-1",
+		ProxyCPUs: 2, Workers: 2, OriginWorkers: 2, Loadgen: manifest.LoadgenAffinity{CPUs: "0-1", Threads: 9, GOMAXPROCS: 2}}
+	for _, px := range r.proxies() {
+		p.Containers = append(p.Containers, manifest.ContainerCPUs{Name: "proxybench-" + px, Service: px, Role: "proxy", State: "running", CPUs: 2})
+	}
+	for _, s := range []string{"exporter", "prometheus"} {
+		p.Containers = append(p.Containers, manifest.ContainerCPUs{Name: "proxybench-" + s, Service: s, Role: "observability", State: "running"})
+	}
+	return p
 }
 
 func (c *Cell) manifest() manifest.Cell {
