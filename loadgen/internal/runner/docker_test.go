@@ -178,7 +178,8 @@ func TestDockerArms(t *testing.T) {
 	defer dc.Close()
 	img := localImage(t)
 	project := fmt.Sprintf("pbarms-test-%d", os.Getpid())
-	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "1.5", img, "python3", "-c", pyProxy)
+	// The quota of placement none (args), which the run checks first.
+	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
 	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
 	infraID := dockerRun(t, project, "prometheus", "infra", img, "sleep", "600")
 
@@ -193,11 +194,11 @@ func TestDockerArms(t *testing.T) {
 		want map[string]string
 	}{
 		{"-duet-cpus=0.25", map[string]string{
-			"nginx.fast.simple.1s.r1": "1.5 running", "nginx.fast.simple.1s.candidate.r1": "0.25 running",
-			"nginx.fast.simple.1s.candidate.r2": "0.25 running", "nginx.fast.simple.1s.r2": "1.5 running"}},
+			"nginx.fast.simple.1s.r1": "2 running", "nginx.fast.simple.1s.candidate.r1": "0.25 running",
+			"nginx.fast.simple.1s.candidate.r2": "0.25 running", "nginx.fast.simple.1s.r2": "2 running"}},
 		{"-observer", map[string]string{
-			"nginx.fast.simple.1s.r1": "1.5 running", "nginx.fast.simple.1s.unobserved.r1": "1.5 paused",
-			"nginx.fast.simple.1s.unobserved.r2": "1.5 paused", "nginx.fast.simple.1s.r2": "1.5 running"}},
+			"nginx.fast.simple.1s.r1": "2 running", "nginx.fast.simple.1s.unobserved.r1": "2 paused",
+			"nginx.fast.simple.1s.unobserved.r2": "2 paused", "nginx.fast.simple.1s.r2": "2 running"}},
 	} {
 		clear(seen)
 		dir := t.TempDir()
@@ -220,7 +221,7 @@ func TestDockerArms(t *testing.T) {
 		}
 		n, _ := dc.NanoCPUs(ctx, proxyID)
 		in, _ := dc.Inspect(ctx, infraID)
-		if n != 15e8 || in.State != "running" {
+		if n != 2e9 || in.State != "running" {
 			t.Errorf("%s: after the run the quota is %g and the infra container %s", tc.flag, float64(n)/1e9, in.State)
 		}
 	}
