@@ -138,7 +138,7 @@ func TestProxyCPUEdges(t *testing.T) {
 	t.Cleanup(func() { _ = burn.Process.Kill(); _ = burn.Wait() })
 	cg.Add(t, burn.Process.Pid)
 
-	e := newEdges(selfcpu.New(nil), &dockerx.Container{Name: "burner", Pid: burn.Process.Pid}, testLog(t))
+	e := newEdges(selfcpu.New(nil), &dockerx.Container{Name: "burner", Pid: burn.Process.Pid}, nil, testLog(t))
 	if e.proxy == nil {
 		t.Fatal("the burner's cgroup was not found")
 	}
@@ -174,7 +174,7 @@ func TestProxyCPUEdges(t *testing.T) {
 
 	// No container, no main process, a process gone: no proxy CPU, silently.
 	for _, ctr := range []*dockerx.Container{nil, {Name: "stopped"}, {Name: "gone", Pid: 1 << 30}} {
-		e := newEdges(selfcpu.New(nil), ctr, testLog(t))
+		e := newEdges(selfcpu.New(nil), ctr, nil, testLog(t))
 		e.on(false, time.Now())
 		e.on(true, time.Now())
 		var mc manifest.Cell
