@@ -71,7 +71,7 @@ func (e *edges) on(end bool, _ time.Time) {
 	if e.proxy != nil {
 		r.proxy, r.proxyErr = e.proxy.Usage()
 	}
-	e.cont.read(i)
+	e.cont.start(i)
 }
 
 // record puts the window's CPU use into the manifest cell: nothing when
@@ -85,6 +85,7 @@ func (e *edges) record(mc *manifest.Cell) {
 	}
 	lg := end.self.Since(start.self)
 	mc.Loadgen = &lg
+	e.cont.wait()
 	mc.Contention = e.cont.record([2]selfcpu.Snapshot{start.self, end.self})
 	if e.proxy == nil {
 		return

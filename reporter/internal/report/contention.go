@@ -79,7 +79,7 @@ var DefaultContention = ContentionThresholds{
 	ForeignShare:  0.25,
 	RunDelayPerS:  0.10,
 	PressureShare: 0.25,
-	StealShare:    0.10,
+	StealShare:    0.20,
 	ThrottledPerS: 0.05,
 }
 
