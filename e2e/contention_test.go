@@ -3,20 +3,17 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"proxybench/internal/cgroup/cgrouptest"
 	"proxybench/internal/cputime"
 )
 
@@ -100,17 +97,7 @@ func (c contendedCell) role(r string) (roleShares, bool) {
 func contendedOf(t *testing.T, results, run string, wrap []string, id string, args ...string) contendedCell {
 	t.Helper()
 	cell(t, runCells(t, results, run, wrap, args...), id)
-	b, err := os.ReadFile(filepath.Join(results, run, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r struct {
-		Cells []contendedCell `json:"cells"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range r.Cells {
+	for _, c := range readCells[contendedCell](t, results, run) {
 		if c.ID == id {
 			return c
 		}
@@ -175,16 +162,7 @@ func startHogs(t *testing.T, cpus []int) *hogs {
 	t.Helper()
 	h := &hogs{n: len(cpus)}
 	for _, n := range cpus {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		var one unix.CPUSet
-		one.Set(n)
-		if err := unix.SchedSetaffinity(cmd.Process.Pid, &one); err != nil {
-			t.Fatalf("pin the hog to CPU %d: %v", n, err)
-		}
+		cmd := cgrouptest.Spin(t, n)
 		file := fmt.Sprintf("/proc/%d/schedstat", cmd.Process.Pid)
 		h.cmds = append(h.cmds, cmd)
 		h.ran = append(h.ran, startSampler(t, func() (time.Duration, error) {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"proxybench/internal/cgroup"
 	"proxybench/internal/cgroup/cgrouptest"
 	"proxybench/internal/cputime"
@@ -129,29 +127,16 @@ func TestContentionHog(t *testing.T) {
 	measure := func(inGroup, outside int) manifest.RoleContention {
 		t.Helper()
 		cg := cgrouptest.NewV1(t, 0)
-		spin := func() *exec.Cmd {
-			cmd := exec.Command("sh", "-c", "while :; do :; done")
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			var one unix.CPUSet
-			one.Set(cpu)
-			if err := unix.SchedSetaffinity(cmd.Process.Pid, &one); err != nil {
-				t.Fatal(err)
-			}
-			return cmd
-		}
 		var main int
 		for i := range inGroup {
-			p := spin().Process.Pid
+			p := cgrouptest.Spin(t, cpu).Process.Pid
 			cg.Add(t, p)
 			if i == 0 {
 				main = p
 			}
 		}
 		for range outside {
-			spin()
+			cgrouptest.Spin(t, cpu)
 		}
 		c := newContention(&dockerx.Container{Name: "burner", Pid: main}, nil, testLog(t))
 		if len(c.ctrs) != 1 {
