@@ -47,6 +47,13 @@ func TestFlagContended(t *testing.T) {
 		time.Sleep(time.Duration(rand.IntN(800)) * time.Millisecond) // the cells' phase against the scrapes differs
 		if !withHog {
 			quiet = contendedOf(t, results, "quiet", wrap, id, args...)
+			// The hypervisor may steal a share of a 2-core VM's time in
+			// any cell; a control it starved is rightly contended, and
+			// says so by steal alone: measure it once more.
+			if sev, why := quiet.flag("contended"); sev != "" && !strings.Contains(why, "went to other processes") {
+				t.Logf("control contended by the hypervisor alone, measured again: %s", why)
+				quiet = contendedOf(t, results, "quiet-again", wrap, id, args...)
+			}
 			continue
 		}
 		hogs := startHogs(t, proxyCPUs)
