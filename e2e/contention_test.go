@@ -115,8 +115,10 @@ func contendedOf(t *testing.T, results, run string, wrap []string, id string, ar
 
 // placeApart gives the proxy container the last of the host's CPUs and
 // one core's quota, and the origin the others, where the stack left them
-// without a cpuset (the placement plan sets them when it is applied);
-// everything set is restored when the test ends. It returns both sets.
+// without a cpuset (the placement plan sets them when it is applied).
+// When the test ends what it set is undone: the cpuset back to every CPU
+// (docker update cannot empty one; the effect is the same) and the
+// proxy's quota as it was. It returns both sets.
 func placeApart(t *testing.T, proxy, origin string) (proxyCPUs, rest []int) {
 	t.Helper()
 	all, err := cputime.Affinity(0)
