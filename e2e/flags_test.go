@@ -575,7 +575,8 @@ type sample struct {
 	v  time.Duration
 }
 
-// sampler reads fn every 2 ms until stop is called, and interpolates.
+// sampler reads fn every period (startSampler: 2 ms) until stop is called,
+// and interpolates.
 type sampler struct {
 	s    []sample
 	stop func()
@@ -583,12 +584,18 @@ type sampler struct {
 
 func startSampler(t *testing.T, fn func() (time.Duration, error)) *sampler {
 	t.Helper()
+	return startSamplerEvery(t, fn, 2*time.Millisecond)
+}
+
+// startSamplerEvery reads fn every period until stop is called.
+func startSamplerEvery(t *testing.T, fn func() (time.Duration, error), period time.Duration) *sampler {
+	t.Helper()
 	sm := &sampler{}
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(2 * time.Millisecond)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
 		for {
 			v, err := fn()
