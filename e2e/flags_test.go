@@ -130,21 +130,28 @@ func reportCells(t *testing.T, results, run string) map[string]flagCell {
 	if code := exitCode(err); code != 0 && code != 3 { // 3: report written, an SLO failed
 		t.Fatalf("reporter: %v\n%s", err, out)
 	}
+	got := map[string]flagCell{}
+	for _, c := range readCells[flagCell](t, results, run) {
+		got[c.ID] = c
+	}
+	return got
+}
+
+// readCells decodes the cells of results/<run>/report.json into C, the
+// part of a cell a test reads.
+func readCells[C any](t *testing.T, results, run string) []C {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(results, run, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r struct {
-		Cells []flagCell `json:"cells"`
+		Cells []C `json:"cells"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]flagCell{}
-	for _, c := range r.Cells {
-		got[c.ID] = c
-	}
-	return got
+	return r.Cells
 }
 
 func cell(t *testing.T, cells map[string]flagCell, id string) flagCell {
@@ -574,7 +581,8 @@ type sample struct {
 	v  time.Duration
 }
 
-// sampler reads fn every 2 ms until stop is called, and interpolates.
+// sampler reads fn every period (startSampler: 2 ms) until stop is called,
+// and interpolates.
 type sampler struct {
 	s    []sample
 	stop func()
@@ -582,12 +590,18 @@ type sampler struct {
 
 func startSampler(t *testing.T, fn func() (time.Duration, error)) *sampler {
 	t.Helper()
+	return startSamplerEvery(t, fn, 2*time.Millisecond)
+}
+
+// startSamplerEvery reads fn every period until stop is called.
+func startSamplerEvery(t *testing.T, fn func() (time.Duration, error), period time.Duration) *sampler {
+	t.Helper()
 	sm := &sampler{}
 	done := make(chan struct{})
 	quit := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(2 * time.Millisecond)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
 		for {
 			v, err := fn()

@@ -1,5 +1,6 @@
 // Package cgroup owns finding a process's CPU cgroup and reading its CPU
-// accounting: usage, CFS throttling, the CPU quota and pressure (PSI). It
+// accounting: usage, CFS throttling, the CPU quota, pressure (PSI), its
+// threads and the CPUs of its cpuset. It
 // resolves the group from /proc/<pid>/cgroup and /proc/self/mountinfo, so it
 // works on cgroup v1 (cpu and cpuacct mounted apart or together), v2 and the
 // hybrid layout, with the cgroupfs and systemd drivers alike (both only name
@@ -52,6 +53,7 @@ type Group struct {
 	unified      string // v2 group dir (also on a hybrid v1 host) for cpu.pressure; "" none
 	ownPressure  bool   // unified is not the root group and has a cpu.pressure
 	procPressure string // /proc/pressure/cpu
+	cpuset       string // dir of the cpuset controller (v1; the v2 group dir); "" none
 }
 
 // Dirs are the group's directories: the cpu controller's (cpu.stat, the
@@ -100,6 +102,12 @@ func (f FS) Find(pid int) (*Group, error) {
 			g.unified, v2Top = dir, top
 			g.ownPressure = v2 != "/" && fileExists(filepath.Join(dir, "cpu.pressure"))
 		}
+	}
+	if p, ok := v1["cpuset"]; ok {
+		g.cpuset, _, _ = f.locate(mounts, "cgroup", "cpuset", p)
+	}
+	if g.cpuset == "" {
+		g.cpuset = g.unified
 	}
 	if p, ok := v1["cpu"]; ok {
 		if dir, top, ok := f.locate(mounts, "cgroup", "cpu", p); ok {

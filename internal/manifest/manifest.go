@@ -157,6 +157,9 @@ type Cell struct {
 	ProxyCPUSeconds *float64 `json:"proxy_cpu_seconds,omitempty"`
 	// Loadgen is what the loadgen could get and what it used over the window.
 	Loadgen *LoadgenCPU `json:"loadgen,omitempty"`
+	// Contention is what the loadgen, the proxy and the origin each got of
+	// their CPUs over the window; nil when the edges were not both read.
+	Contention *Contention `json:"contention,omitempty"`
 
 	// ScenarioData is what the cell's scenario is judged on
 	// (docs/scenarios.md); nil for simple.

@@ -1,7 +1,8 @@
 // Package cgrouptest owns throwaway cgroup v1 groups for tests that need a
 // real CPU quota: a child of the test process's own cpu and cpuacct groups,
 // removed when the test ends. It skips the test where it cannot be made
-// (not root, not a cgroup v1 host).
+// (not root, not a cgroup v1 host). Spin starts the busy loops such tests
+// put inside a group or beside it.
 package cgrouptest
 
 import (

@@ -29,6 +29,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		r.Cells.Used(lb, mc.End, cellmetrics.Usage{})
 		return mc, ""
 	}
+	origin := r.originContainer(ctx, c.Origin) // before the warm-up: an engine round trip
 	began := r.Clock.Now()
 	warm, gap := time.Duration(c.Warmup), time.Duration(0)
 	if warm > 0 {
@@ -49,7 +50,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	var res *attack.Result
 	var per map[string]*attack.Result
 	var pr probes
-	ed := newEdges(r.Self, ctr, r.Log)
+	ed := newEdges(r.Self, ctr, origin, r.Log)
 	if err == nil {
 		// Set after the warm-up: its attack has no edges of its own.
 		spec.OnEdge = ed.on

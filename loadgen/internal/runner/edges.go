@@ -13,13 +13,15 @@ import (
 )
 
 // edges reads the CPU counters at a cell's two window edges: the loadgen's
-// own (selfcpu) and the proxy container's cgroup usage. The engine calls
+// own (selfcpu), the proxy container's cgroup usage and what each role got
+// of its CPUs (contention). The engine calls
 // on at each edge of the attack (a mix's variants are joined into one pair
 // by joinEdges); only the first call of each edge reads, any repeat is
 // ignored.
 type edges struct {
 	self  *selfcpu.Collector
 	proxy *cgroup.Group // nil: the proxy's CPU is not read
+	cont  *contention
 	log   *slog.Logger
 
 	mu   sync.Mutex  // held while an edge reads: a concurrent call waits, then skips
@@ -33,10 +35,10 @@ type edgeRead struct {
 	proxyErr error
 }
 
-// newEdges finds the proxy container's cgroup now, before the window, so
-// that the edges only read counters.
-func newEdges(self *selfcpu.Collector, ctr *dockerx.Container, log *slog.Logger) *edges {
-	e := &edges{self: self, log: log}
+// newEdges finds the proxy's and the origin's cgroups now, before the
+// window, so that the edges only read counters. origin may be nil.
+func newEdges(self *selfcpu.Collector, ctr, origin *dockerx.Container, log *slog.Logger) *edges {
+	e := &edges{self: self, log: log, cont: newContention(ctr, origin, log)}
 	switch {
 	case ctr == nil:
 		log.Debug("proxy CPU not read: no container")
@@ -69,6 +71,7 @@ func (e *edges) on(end bool, _ time.Time) {
 	if e.proxy != nil {
 		r.proxy, r.proxyErr = e.proxy.Usage()
 	}
+	e.cont.start(i)
 }
 
 // record puts the window's CPU use into the manifest cell: nothing when
@@ -82,6 +85,8 @@ func (e *edges) record(mc *manifest.Cell) {
 	}
 	lg := end.self.Since(start.self)
 	mc.Loadgen = &lg
+	e.cont.wait()
+	mc.Contention = e.cont.record([2]selfcpu.Snapshot{start.self, end.self})
 	if e.proxy == nil {
 		return
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -138,7 +139,7 @@ func TestProxyCPUEdges(t *testing.T) {
 	t.Cleanup(func() { _ = burn.Process.Kill(); _ = burn.Wait() })
 	cg.Add(t, burn.Process.Pid)
 
-	e := newEdges(selfcpu.New(nil), &dockerx.Container{Name: "burner", Pid: burn.Process.Pid}, testLog(t))
+	e := newEdges(selfcpu.New(nil), &dockerx.Container{Name: "burner", Pid: burn.Process.Pid}, nil, testLog(t))
 	if e.proxy == nil {
 		t.Fatal("the burner's cgroup was not found")
 	}
@@ -171,10 +172,15 @@ func TestProxyCPUEdges(t *testing.T) {
 		t.Error("no loadgen CPU")
 	}
 	t.Logf("proxy CPU %.3f s over %.3f s", *mc.ProxyCPUSeconds, window)
+	// The contention readings see the same group and window.
+	if ct := mc.Contention; ct == nil || len(ct.Roles) != 2 || ct.Roles[1].Container != "burner" ||
+		math.Abs(ct.Roles[1].CPUSeconds-*mc.ProxyCPUSeconds) > 0.05 || math.Abs(ct.WindowSeconds-window) > 0.05 {
+		t.Errorf("contention %+v, want the loadgen and the burner with its %.3f s over %.3f s", mc.Contention, *mc.ProxyCPUSeconds, window)
+	}
 
 	// No container, no main process, a process gone: no proxy CPU, silently.
 	for _, ctr := range []*dockerx.Container{nil, {Name: "stopped"}, {Name: "gone", Pid: 1 << 30}} {
-		e := newEdges(selfcpu.New(nil), ctr, testLog(t))
+		e := newEdges(selfcpu.New(nil), ctr, nil, testLog(t))
 		e.on(false, time.Now())
 		e.on(true, time.Now())
 		var mc manifest.Cell

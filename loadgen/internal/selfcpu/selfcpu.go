@@ -10,11 +10,7 @@ package selfcpu
 import (
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/internal/cgroup"
+	"proxybench/internal/cputime"
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
 )
@@ -39,7 +36,7 @@ type Collector struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	delay    runDelay
+	delay    *cputime.Wait
 	thr      cgroup.Throttling // last good reading: counters never go back
 	warned   map[string]bool
 	hasPSI   bool
@@ -59,7 +56,7 @@ func New(log *slog.Logger) *Collector {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Collector{log: log, warned: map[string]bool{}, delay: runDelay{last: map[int]int64{}}}
+	c := &Collector{log: log, warned: map[string]bool{}, delay: cputime.NewWait()}
 	cg, err := cgroup.Self()
 	if err != nil {
 		log.Warn("loadgen cgroup not found: its CPU quota and throttling are not known", "err", err)
@@ -104,8 +101,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // Scopes of the CPU pressure reading.
 const (
-	PressureCgroup = "cgroup" // the loadgen's own cgroup v2 group
-	PressureHost   = "host"   // the whole host: any busy task raises it
+	PressureCgroup = manifest.PressureCgroup // the loadgen's own cgroup v2 group
+	PressureHost   = manifest.PressureHost   // the whole host: any busy task raises it
 )
 
 // Capacity is the CPU the loadgen can really get, in cores, and which
@@ -164,10 +161,10 @@ func (c *Collector) Snapshot() Snapshot {
 		}
 	}
 	s.Periods, s.ThrottledPeriods, s.Throttled = c.thr.Periods, c.thr.Throttled, c.thr.ThrottledTime
-	if err := c.delay.read("/proc/self/task"); err != nil {
+	if err := c.delay.ReadTaskDir("/proc/self/task"); err != nil {
 		c.warnOnceLocked("schedstat", "cannot read the loadgen's run delay", err)
 	}
-	s.RunDelay = c.delay.total()
+	s.RunDelay = c.delay.Total()
 	if c.hasPSI {
 		if p, err := c.readPressure(); err == nil {
 			c.lastPSI = max(c.lastPSI, p)
@@ -231,78 +228,6 @@ func (c *Collector) warnOnceLocked(key, msg string, err error) {
 		c.warned[key] = true
 		c.log.Warn(msg, "err", err)
 	}
-}
-
-// runDelay sums the threads' schedstat run delay. A thread's counter is
-// remembered by thread id; when the thread is gone (or its id was reused
-// by a newer thread with a smaller counter) its last value moves to gone,
-// so the total never decreases.
-type runDelay struct {
-	last map[int]int64 // tid -> ns at the last reading
-	gone int64         // ns of threads no longer listed
-}
-
-func (d *runDelay) read(taskDir string) error {
-	ents, err := os.ReadDir(taskDir)
-	if err != nil {
-		return err
-	}
-	seen := make(map[int]int64, len(ents))
-	var firstErr error
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(taskDir, e.Name(), "schedstat"))
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-			continue // exited while listed
-		}
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			if prev, ok := d.last[tid]; ok {
-				seen[tid] = prev // unread this time, not gone
-			}
-			continue
-		}
-		// "on-CPU ns, run-queue wait ns, timeslices"
-		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			continue
-		}
-		ns, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		seen[tid] = ns
-	}
-	d.update(seen)
-	return firstErr
-}
-
-func (d *runDelay) update(seen map[int]int64) {
-	for tid, ns := range seen {
-		if prev, ok := d.last[tid]; ok && ns < prev { // a new thread under an old id
-			d.gone += prev
-		}
-		d.last[tid] = ns
-	}
-	for tid, ns := range d.last {
-		if _, ok := seen[tid]; !ok {
-			d.gone += ns
-			delete(d.last, tid)
-		}
-	}
-}
-
-func (d *runDelay) total() time.Duration {
-	t := d.gone
-	for _, ns := range d.last {
-		t += ns
-	}
-	return time.Duration(t)
 }
 
 var _ prometheus.Collector = (*Collector)(nil)

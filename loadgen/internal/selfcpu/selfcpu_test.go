@@ -176,22 +176,6 @@ func TestRunDelayGrows(t *testing.T) {
 	}
 }
 
-// TestRunDelayMonotonic: an exited thread keeps its delay in the total, and
-// a new thread under a reused id does not take it away.
-func TestRunDelayMonotonic(t *testing.T) {
-	t.Parallel()
-	d := runDelay{last: map[int]int64{}}
-	d.update(map[int]int64{10: 100, 11: 50})
-	d.update(map[int]int64{10: 150}) // 11 exited
-	if got := d.total(); got != 200 {
-		t.Errorf("after an exit: %d, want 200", got)
-	}
-	d.update(map[int]int64{10: 5, 12: 1}) // 10 is a new thread now
-	if got := d.total(); got != 206 || len(d.last) != 2 {
-		t.Errorf("after a reused id: %d (%d tracked), want 206 (2)", got, len(d.last))
-	}
-}
-
 // TestExposition: the series are there, named and typed as Prometheus
 // wants, and pressure only where the kernel has PSI.
 func TestExposition(t *testing.T) {

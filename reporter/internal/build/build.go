@@ -378,6 +378,7 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	if lg := mc.Loadgen; lg != nil {
 		mergeLoadgen(&c.LoadgenCPU, lg, c.DurationS)
 	}
+	c.Contention = report.ContentionOf(mc.Contention)
 	takeLate := func() {
 		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest
 	}

@@ -272,10 +272,12 @@ func validitySection(r *report.Report) Section {
 	sec.Text = append(sec.Text, fmt.Sprintf("Checks: loadgen-bound (invalid) when the loadgen's CPU mean ≥ %s or its 1-s peak ≥ %s of its capacity, its cgroup was throttled in > %s of periods, the open loop achieved < %s of the offered rate or missed > %s of its sends; "+
 		"loadgen-bound (suspect) when its run delay > %s of capacity, CPU pressure > %s or the open-loop send lag p99 > %s ms; "+
 		"SUT saturated (suspect) when > %s of open-loop sends waited for max in flight; error ratio > %s; statuses the scenario does not expect (5xx apart) > %s of responses (unexpected status); "+
-		"one unexpected status ≥ %s of responses or a wrong X-Origin (misrouted); fewer than %d attempts or %d scrapes; in-window rate × mean latency vs measured in-flight beyond %s (Little's law); missing series.",
+		"one unexpected status ≥ %s of responses or a wrong X-Origin (misrouted); fewer than %d attempts or %d scrapes; in-window rate × mean latency vs measured in-flight beyond %s (Little's law); missing series; "+
+		"contended (suspect) when the loadgen, the proxy or the origin was starved: ≥ %s of its CPUs' time went to other processes while its threads waited ≥ %g s per s for a CPU (or its own cgroup's CPU pressure ≥ %s), the hypervisor stole ≥ %s of it, or the origin's CPU quota throttled it ≥ %g s per s.",
 		pct(th.LoadgenCPUFraction), pct(th.LoadgenCPUPeakFraction), pct(th.LoadgenThrottledShare), pct(th.OpenLoopAchieved), pct(th.OpenLoopMissed),
 		pct(th.LoadgenRunDelayShare), pct(th.LoadgenPressureShare), fmt.Sprintf("%g", th.OpenLoopLagP99*1e3),
-		pct(th.CappedShare), pct(th.ErrorRatio), pct(th.UnexpectedStatus), pct(th.MisroutedShare), th.MinRequests, th.MinScrapes, pct(th.LittleTolerance)))
+		pct(th.CappedShare), pct(th.ErrorRatio), pct(th.UnexpectedStatus), pct(th.MisroutedShare), th.MinRequests, th.MinScrapes, pct(th.LittleTolerance),
+		pct(th.ForeignShare), th.RunDelayPerS, pct(th.PressureShare), pct(th.StealShare), th.ThrottledPerS))
 	t := Table{Header: []string{"cell", "verdict", "reasons"}}
 	for _, c := range sortedCells(r) {
 		if len(c.Validity.Flags) == 0 {

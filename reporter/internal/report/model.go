@@ -150,8 +150,11 @@ type Cell struct {
 	Latency    Latency    `json:"latency"`
 	ProxyRes   Resources  `json:"proxy_resources"`
 	LoadgenCPU LoadgenCPU `json:"loadgen_cpu"`
-	Instrument Instrument `json:"instrument_memory"`
-	GC         *GC        `json:"gc,omitempty"` // Go proxies only
+	// Contention is what the loadgen, the proxy and the origin each got of
+	// their CPUs (manifest); empty without a manifest.
+	Contention []RoleContention `json:"contention,omitempty"`
+	Instrument Instrument       `json:"instrument_memory"`
+	GC         *GC              `json:"gc,omitempty"` // Go proxies only
 
 	// PrometheusGap is the evidence that Prometheus's scrapes have a hole
 	// around this window (flag prometheus_gap); nil when they cover it or

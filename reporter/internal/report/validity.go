@@ -35,6 +35,7 @@ const (
 	FlagTooFewSamples    = "too_few_samples"
 	FlagLittle           = "littles_law"
 	FlagMissing          = "missing_metrics"
+	FlagContended        = "contended"
 )
 
 // Validity is a cell's verdict and every reason for it.
@@ -69,6 +70,7 @@ type Thresholds struct {
 	MinScrapes             int     `json:"min_scrapes"`
 	LittleTolerance        float64 `json:"littles_law_tolerance"` // relative
 	LittleMinInFlight      float64 `json:"littles_law_min_in_flight"`
+	ContentionThresholds           // contended (contention.go)
 }
 
 // DefaultThresholds are the documented defaults.
@@ -89,6 +91,7 @@ var DefaultThresholds = Thresholds{
 	MinScrapes:             3,
 	LittleTolerance:        0.10,
 	LittleMinInFlight:      1,
+	ContentionThresholds:   DefaultContention,
 }
 
 // Judge sets c.Validity from the cell's numbers.
@@ -121,6 +124,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		}
 	}
 	judgeLoadgen(c, th, add)
+	judgeContention(c, th.ContentionThresholds, add)
 	if c.ErrorRatio.Known() && float64(c.ErrorRatio) > th.ErrorRatio {
 		add(FlagErrors, Invalid, "error ratio %.2f %% > %.2f %% (%s)", 100*float64(c.ErrorRatio), 100*th.ErrorRatio, errorBreakdown(c))
 	}

@@ -1,0 +1,74 @@
+package manifest
+
+// The roles of a cell whose CPUs the loadgen watches (Contention.Roles).
+const (
+	RoleLoadgen = "loadgen" // the loadgen process itself
+	RoleProxy   = "proxy"   // the proxy under test's container
+	RoleOrigin  = "origin"  // the cell's origin's container
+)
+
+// Pressure scopes (RoleContention.PressureScope, LoadgenCPU.PressureScope).
+const (
+	PressureCgroup = "cgroup" // the role's own cgroup v2 group's cpu.pressure
+	PressureHost   = "host"   // /proc/pressure/cpu: any busy task raises it
+)
+
+// Contention is what each of a cell's roles got of its CPUs over the
+// window: every counter read at the window's two edges, end minus start.
+// The reporter judges it (flag contended).
+type Contention struct {
+	// WindowSeconds is the time between the two readings: the denominator
+	// of every share.
+	WindowSeconds float64          `json:"window_seconds"`
+	Roles         []RoleContention `json:"roles"`
+}
+
+// RoleContention is one role's account over the window. A reading that
+// failed is absent (nil) and Unread says why.
+type RoleContention struct {
+	Role      string `json:"role"`                // RoleLoadgen, RoleProxy or RoleOrigin
+	Container string `json:"container,omitempty"` // the proxy's or origin's container; "" for the loadgen
+	// CPUs the role may run on, as a kernel CPU list ("1", "0-1"): the
+	// container's effective cpuset, the loadgen's affinity mask.
+	CPUs       string  `json:"cpus,omitempty"`
+	CPUSeconds float64 `json:"cpu_seconds"` // its own CPU: the cgroup's usage (containers), user+system (the loadgen)
+
+	// Of its CPUs, from /proc/stat (USER_HZ ticks, summed over them):
+	// busy = user + nice + system + irq + softirq; co-tenants = the CPU of
+	// the cell's other roles whose own CPUs all lie inside these (sharing
+	// by design, the cell's own work); foreign = max(0, busy - own -
+	// co-tenants), the time these CPUs spent on somebody else; steal = the
+	// hypervisor running another guest.
+	BusySeconds     *float64 `json:"busy_seconds,omitempty"`
+	CoTenantSeconds float64  `json:"co_tenant_seconds,omitempty"`
+	CoTenants       []string `json:"co_tenants,omitempty"` // the roles counted in CoTenantSeconds
+	ForeignSeconds  *float64 `json:"foreign_seconds,omitempty"`
+	StealSeconds    *float64 `json:"steal_seconds,omitempty"`
+
+	// Its cgroup's cpu.stat: CFS periods, of them throttled, time throttled
+	// (summed over CPUs); nil without a readable cpu.stat, zero without a
+	// quota.
+	Throttling *Throttling `json:"throttling,omitempty"`
+
+	// RunDelaySeconds: the time its threads were runnable but waiting for a
+	// CPU, schedstat summed over every thread (of the container's cgroup, of
+	// the loadgen process). A thread that exits inside the window loses its
+	// wait since the first reading: ThreadsExited counts those.
+	RunDelaySeconds *float64 `json:"run_delay_seconds,omitempty"`
+	Threads         int      `json:"threads,omitempty"` // at the last reading
+	ThreadsExited   int      `json:"threads_exited,omitempty"`
+
+	// PressureSeconds: CPU pressure "some" stall time, of PressureScope
+	// (PressureCgroup or PressureHost); nil where the kernel has no PSI.
+	PressureSeconds *float64 `json:"pressure_seconds,omitempty"`
+	PressureScope   string   `json:"pressure_scope,omitempty"`
+
+	Unread []string `json:"unread,omitempty"` // what could not be read, and why
+}
+
+// Throttling is a cgroup's CFS bandwidth account over a window.
+type Throttling struct {
+	Periods          int64   `json:"periods"`
+	ThrottledPeriods int64   `json:"throttled_periods"`
+	ThrottledSeconds float64 `json:"throttled_seconds"`
+}
