@@ -149,8 +149,11 @@ func TestContentionHog(t *testing.T) {
 	if *self.RunDelaySeconds < 0.25*w1 {
 		t.Errorf("run delay %.3f s of two threads sharing one CPU for %.3f s, want >= %.3f", *self.RunDelaySeconds, w1, 0.25*w1)
 	}
-	if *hog.RunDelaySeconds < hogRan-0.05*w2 {
-		t.Errorf("run delay %.3f s of a busy thread beside a hog that ran %.3f s", *hog.RunDelaySeconds, hogRan)
+	// schedstat adds a wait when the thread gets the CPU back, so a wait
+	// still under way at the end edge is missing: up to a scheduler slice,
+	// which under a loaded host (other tests beside this one) reached 50 ms.
+	if *hog.RunDelaySeconds < 0.75*hogRan {
+		t.Errorf("run delay %.3f s of a busy thread beside a hog that ran %.3f s, want >= 75 %% of it", *hog.RunDelaySeconds, hogRan)
 	}
 	// The group's own threads waiting for each other are not foreign: at
 	// most what the CPU did beside them is (/proc/stat's 10 ms ticks aside).
@@ -168,7 +171,7 @@ func TestContentionHog(t *testing.T) {
 
 // measureOn spins inGroup busy loops in a throwaway group, and a hog
 // beside it when asked, all pinned to cpu, and reads the group's
-// contention over 0.6 s; hogRan is the hog's own time on the CPU.
+// contention over 1 s; hogRan is the hog's own time on the CPU.
 func measureOn(t *testing.T, cpu, inGroup int, hog bool) (px manifest.RoleContention, window, hogRan float64) {
 	cg := cgrouptest.NewV1(t, 0)
 	var main int
@@ -192,7 +195,7 @@ func measureOn(t *testing.T, cpu, inGroup int, hog bool) (px manifest.RoleConten
 	time.Sleep(100 * time.Millisecond)
 	c.read(0)
 	r0 := ran()
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(time.Second)
 	c.read(1)
 	r1 := ran()
 	r := c.record([2]selfcpu.Snapshot{})
