@@ -46,7 +46,7 @@ type RunResult struct {
 // by more than the run's noise floor. Every other arm is a measurement:
 // the observer effect, the A/A control's difference.
 func CompareRun(r *report.Report, o Options) RunResult {
-	res := RunResult{Run: r.Run, Opts: o, Floor: noiseOf(r)}
+	res := RunResult{Run: r.Run, Opts: o, Floor: pairedFloor(noiseOf(r))}
 	floors := map[string]report.NoiseFloor{"": res.Floor}
 	g := map[string][]*report.Cell{}
 	for i := range r.Cells {
@@ -135,4 +135,21 @@ func armVerdict(arm, metric string, p report.Paired, fl float64, o Options) (str
 func ErrNoArms(run string) error {
 	return fmt.Errorf("run %s has no cells besides the plan's own (no A/A control, duet candidate or observer arm): "+
 		"nothing to compare inside it; compare two runs with -a and -b", run)
+}
+
+// pairedFloor is the floor of an interleaved comparison: where the run's
+// A/A control measured a metric, its bound alone, because the control is
+// paired round by round like the arms are and so sees the noise a pair
+// sees; the spread across repeats also holds the drift over the run, which
+// pairing cancels, and stands in only where the run has no control.
+func pairedFloor(nf report.NoiseFloor) report.NoiseFloor {
+	out := nf
+	out.Metrics = make(map[string]report.MetricFloor, len(nf.Metrics))
+	for name, mf := range nf.Metrics {
+		if mf.AABound.Known() {
+			mf.Floor, mf.Source = mf.AABound, report.FloorFromAA
+		}
+		out.Metrics[name] = mf
+	}
+	return out
 }
