@@ -42,7 +42,7 @@ bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS S
 # miss a 30 % CPU quota cut after Holm; README, Noise).
 PAIRS = $(if $(filter file,$(origin REPEATS)),10,$(REPEATS))
 
-duet: ## interleaved A/B in one run: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; paired comparison, exit 4 on a regression beyond the noise floor (CPUS PROXIES ORIGINS REPEATS=10 TIER)
+duet: ## interleaved A/B in one run: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; paired comparison; scripts/arms.sh exits 4 on a regression beyond the noise floor (CPUS PROXIES ORIGINS REPEATS=10 TIER)
 	@test -n "$(CPUS)" || { echo "make duet: set CPUS=<the candidate's CPU quota for the proxy, in cores>, e.g. CPUS=0.7 (a 30 % cut of 1 core)"; exit 2; }
 	@scripts/arms.sh -duet-cpus '$(CPUS)' -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
