@@ -51,6 +51,20 @@ func localImage(t *testing.T) string {
 	return ""
 }
 
+// realEngine is the real engine for one test, under a 90 s deadline, and
+// the local image its throwaway containers run; no engine skips the test.
+func realEngine(t *testing.T) (context.Context, *dockerx.Client, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	dc, err := dockerx.New(ctx)
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	return ctx, dc, localImage(t)
+}
+
 func dockerRun(t *testing.T, project, service, role string, argv ...string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%s", project, service)
@@ -91,14 +105,7 @@ func loggedPort(t *testing.T, ctx context.Context, id string) string {
 // paused proxy runs again.
 func TestDockerIsolationAndDeath(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dc, err := dockerx.New(ctx)
-	if err != nil {
-		t.Skipf("no docker engine: %v", err)
-	}
-	defer dc.Close()
-	img := localImage(t)
+	ctx, dc, img := realEngine(t)
 	project := fmt.Sprintf("pbrunner-test-%d", os.Getpid())
 	proxyID := dockerRun(t, project, "nginx", "proxy", img, "python3", "-c", pyProxy)
 	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
@@ -169,14 +176,7 @@ func TestDockerIsolationAndDeath(t *testing.T) {
 // after the runs everything is as it was.
 func TestDockerArms(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dc, err := dockerx.New(ctx)
-	if err != nil {
-		t.Skipf("no docker engine: %v", err)
-	}
-	defer dc.Close()
-	img := localImage(t)
+	ctx, dc, img := realEngine(t)
 	project := fmt.Sprintf("pbarms-test-%d", os.Getpid())
 	// The quota of placement none (args), which the run checks first.
 	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
