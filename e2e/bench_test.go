@@ -72,14 +72,16 @@ func TestQuickBenchReport(t *testing.T) {
 			if c.Failed {
 				t.Fatalf("cell failed")
 			}
-			// On 2 shared cores the loadgen, the proxy and the origin
-			// really do wait for one another's CPU: the loadgen's run
-			// delay (or its own cgroup's CPU pressure) says so (suspect,
-			// with the figures). Anything else is a finding the bench
-			// must not have.
+			// On 2 cores the loadgen shares CPU 0 with the origin and
+			// really does wait for its CPU: the loadgen's run delay (or
+			// its own cgroup's CPU pressure) says so (suspect, with the
+			// figures). The hypervisor may steal a share of a CPU in
+			// bursts: contended, naming steal alone. Anything else is a
+			// finding the bench must not have.
 			for _, f := range c.Validity.Flags {
 				scheduling := f.Code == "loadgen_bound" && f.Severity == "suspect" &&
 					(strings.Contains(f.Reason, "run delay") || strings.Contains(f.Reason, "PSI"))
+				scheduling = scheduling || f.Code == "contended" && f.Severity == "suspect" && stealOnly(f.Reason)
 				if !scheduling {
 					t.Errorf("verdict %q: flag %s (%s): %s", c.Validity.Verdict, f.Code, f.Severity, f.Reason)
 				} else {

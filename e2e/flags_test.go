@@ -92,11 +92,29 @@ func mustFire(t *testing.T, c flagCell, code, severity string, reasonHas ...stri
 
 func mustStayQuiet(t *testing.T, c flagCell, codes ...string) {
 	t.Helper()
+	// A control the hypervisor starved is no control: its flags may be
+	// true findings about the host (a VM can lose a third of a CPU to
+	// steal in bursts), which the lab cannot place away.
+	if _, why := c.flag("contended"); why != "" && stealOnly(why) {
+		t.Logf("control %s: the hypervisor starved it (%s): its flags %s are not judged", c.ID, why, c.flags())
+		return
+	}
 	for _, code := range codes {
 		if sev, why := c.flag(code); sev != "" {
 			t.Errorf("control %s: flag %s fired (%s): %s", c.ID, code, sev, why)
 		}
 	}
+}
+
+// stealOnly tells a contended flag whose every reason is the hypervisor's
+// steal.
+func stealOnly(why string) bool {
+	for _, part := range strings.Split(why, "; ") {
+		if !strings.Contains(part, "the hypervisor stole") {
+			return false
+		}
+	}
+	return why != ""
 }
 
 // runCells runs `loadgen run` to the end, builds its report and returns the
