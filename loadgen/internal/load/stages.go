@@ -29,8 +29,11 @@ func FormatStages(st []Stage) string {
 // ParseStages reads "10s:100,20s:500": each stage ramps linearly from the
 // previous target to its own over its duration.
 func ParseStages(s string) ([]Stage, error) {
-	if strings.TrimSpace(s) == "" {
+	if s == "" {
 		return nil, nil
+	}
+	if strings.TrimSpace(s) == "" { // given, but blank: a typo, not "no stages"
+		return nil, fmt.Errorf("stage 1 %q: want DURATION:TARGET, e.g. 10s:100", s)
 	}
 	var out []Stage
 	for i, part := range strings.Split(s, ",") {
