@@ -5,6 +5,7 @@
 //	loadgen attack    [flags]   one load against one URL, summary on stdout
 //	loadgen preflight [flags]   check every proxy x origin route, print versions
 //	loadgen placement [flags]   print this host's CPU placement as compose variables
+//	loadgen study     [flags]   run one of the validity lab's studies into results/<run>/
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
+	"proxybench/loadgen/internal/study"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -35,11 +37,12 @@ var commands = map[string]command{
 	"attack":    attackcmd.Main,
 	"preflight": preflight.Main,
 	"placement": placementcmd.Main,
+	"study":     study.Main,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every
