@@ -5,6 +5,7 @@
 //	reporter diff    -a ID -b ID [-results DIR] [-threshold 5%] [-alpha 0.05] [-json FILE]
 //	reporter diff    -run ID [-results DIR] [-alpha 0.05] [-json FILE]
 //	reporter history [-results DIR]
+//	reporter study   -run ID [-results DIR]
 //
 // Exit codes: 0 success; 1 the report or diff could not be produced (or
 // -run names a run without arms); 2 bad usage; 3 build: the report was
@@ -37,6 +38,7 @@ import (
 	"proxybench/reporter/internal/output"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
+	"proxybench/reporter/internal/study"
 )
 
 // Exit codes.
@@ -58,7 +60,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func() time.Time) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: reporter build|diff|history [flags] (reporter CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: reporter build|diff|history|study [flags] (reporter CMD -h for flags)")
 		return exitUsage
 	}
 	switch args[0] {
@@ -68,8 +70,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 		return cmdDiff(args[1:], stdout, stderr, log)
 	case "history":
 		return cmdHistory(args[1:], stdout, stderr)
+	case "study":
+		return cmdStudy(args[1:], stdout, stderr, now)
 	default:
-		fmt.Fprintf(stderr, "reporter: unknown command %q (want build, diff or history)\n", args[0])
+		fmt.Fprintf(stderr, "reporter: unknown command %q (want build, diff, history or study)\n", args[0])
 		return exitUsage
 	}
 }
@@ -283,11 +287,47 @@ func cmdHistory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "reporter history: %v\n", err)
 		return exitError
 	}
-	fmt.Fprintln(stdout, "| run | start (UTC) | cells | valid | suspect | invalid | SLO failed | tiers | proxies |\n|:---|:---|---:|---:|---:|---:|---:|:---|:---|")
+	fmt.Fprintln(stdout, "| run | kind | start (UTC) | cells | valid | suspect | invalid | SLO failed | tiers | proxies |\n|:---|:---|:---|---:|---:|---:|---:|---:|:---|:---|")
 	for _, e := range h.Runs {
 		s := e.Summary
-		fmt.Fprintf(stdout, "| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", e.Run, e.Start.Format("2006-01-02 15:04:05"), s.Cells, s.Valid,
+		kind := "bench"
+		if e.Kind == output.KindStudy {
+			kind = "study " + e.Study // cells = samples; invalid = failed samples and checks; tiers = scale
+		}
+		fmt.Fprintf(stdout, "| %s | %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", e.Run, kind, e.Start.Format("2006-01-02 15:04:05"), s.Cells, s.Valid,
 			s.Suspect, s.Invalid, s.SLOFailed, strings.Join(e.Tiers, " "), strings.Join(e.Proxies, " "))
+	}
+	return exitOK
+}
+
+func cmdStudy(args []string, stdout, stderr io.Writer, now func() time.Time) int {
+	fs := flag.NewFlagSet("reporter study", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runID := fs.String("run", "", "study run id (required): <results>/<run>/study.json, written by loadgen study")
+	results := fs.String("results", "results", "results directory")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *runID == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "reporter study: set -run <study run id> (see <results>/history/manifest.json) and nothing else")
+		return exitUsage
+	}
+	s, partial, err := study.Build(*results, *runID, now())
+	if err != nil {
+		fmt.Fprintf(stderr, "reporter study: %v\n", err)
+		return exitError
+	}
+	dir := filepath.Join(*results, *runID)
+	if partial {
+		fmt.Fprintf(stderr, "reporter study: the record holds fewer samples (%d) than the report in %s: that report stays; this one is %s\n",
+			s.Samples, dir, study.FilePartial)
+		fmt.Fprintln(stdout, filepath.Join(dir, study.FilePartial))
+		return exitOK
+	}
+	fmt.Fprintln(stdout, filepath.Join(dir, study.FileReport))
+	if !s.ChecksOK {
+		fmt.Fprintf(stderr, "reporter study: a mechanism check failed (section 2 of %s)\n", filepath.Join(dir, study.FileReport))
+		return exitSLOFailed
 	}
 	return exitOK
 }

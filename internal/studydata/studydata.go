@@ -201,8 +201,12 @@ func (r *Record) Failed(group, variant string) int {
 }
 
 // NAReason is why group × variant cannot run, "" when it can.
-func (r *Record) NAReason(group, variant string) string {
-	for _, n := range r.NA {
+func (r *Record) NAReason(group, variant string) string { return NAReason(r.NA, group, variant) }
+
+// NAReason is why group × variant cannot run according to na, "" when it
+// can.
+func NAReason(na []NA, group, variant string) string {
+	for _, n := range na {
 		if (n.Group == "" || n.Group == group) && (n.Variant == "" || n.Variant == variant) {
 			return n.Reason
 		}

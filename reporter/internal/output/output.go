@@ -172,7 +172,15 @@ type HistoryEntry struct {
 	Tiers     []string       `json:"tiers"`
 	Proxies   []string       `json:"proxies"`
 	Report    string         `json:"report"` // path relative to results/history
+	// Kind is "" for a bench run and KindStudy for a lab study, whose
+	// Study names it (Summary then counts its samples as cells, its
+	// failed checks and samples as invalid).
+	Kind  string `json:"kind,omitempty"`
+	Study string `json:"study,omitempty"`
 }
+
+// KindStudy marks a lab study's history entry.
+const KindStudy = "study"
 
 // Archive copies report.json and report.md of r into results/history/<run>/
 // and updates the index, replacing an older entry of the same run. All of it
@@ -196,15 +204,6 @@ func Archive(resultsDir string, r *report.Report) error {
 			return err
 		}
 	}
-	idx := filepath.Join(hdir, "manifest.json")
-	h := History{Schema: HistorySchema}
-	if b, err := os.ReadFile(idx); err == nil {
-		if err := json.Unmarshal(b, &h); err != nil {
-			return fmt.Errorf("decode %s: %w (move it aside to start a new index)", idx, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read history: %w", err)
-	}
 	e := HistoryEntry{Run: r.Run, Start: r.Start, End: r.End, Generated: r.Generated, Summary: r.Summary,
 		Report: filepath.ToSlash(filepath.Join(r.Run, "report.json"))}
 	seenT, seenP := map[string]bool{}, map[string]bool{}
@@ -218,9 +217,48 @@ func Archive(resultsDir string, r *report.Report) error {
 			e.Proxies = append(e.Proxies, c.Proxy)
 		}
 	}
+	return index(hdir, e)
+}
+
+// ArchiveStudy copies a study's files (name -> content, e.g. report.md and
+// summary.json) into results/history/<run>/ and indexes e (Kind "study"),
+// under the history lock like Archive.
+func ArchiveStudy(resultsDir string, e HistoryEntry, files map[string][]byte) error {
+	hdir := filepath.Join(resultsDir, "history")
+	unlock, err := lockHistory(hdir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := writeAtomic(filepath.Join(hdir, e.Run, n), files[n]); err != nil {
+			return err
+		}
+	}
+	e.Kind = KindStudy
+	return index(hdir, e)
+}
+
+// index puts e into results/history/manifest.json, replacing an older entry
+// of the same run; the caller holds the history lock.
+func index(hdir string, e HistoryEntry) error {
+	idx := filepath.Join(hdir, "manifest.json")
+	h := History{Schema: HistorySchema}
+	if b, err := os.ReadFile(idx); err == nil {
+		if err := json.Unmarshal(b, &h); err != nil {
+			return fmt.Errorf("decode %s: %w (move it aside to start a new index)", idx, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read history: %w", err)
+	}
 	out := h.Runs[:0]
 	for _, x := range h.Runs {
-		if x.Run != r.Run {
+		if x.Run != e.Run {
 			out = append(out, x)
 		}
 	}

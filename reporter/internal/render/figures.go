@@ -223,7 +223,11 @@ func drawBars(s *svg, y0 float64, p panel) {
 		}
 	}
 	s.line(x0, bottom, x1, bottom, "#8c959f", 1, "")
-	s.text(x1, bottom+34, "end", "normal", "#57606a", 11, "faded bar with ✗ = invalid cell; values are medians across repeats")
+	note := p.note
+	if note == "" {
+		note = "faded bar with ✗ = invalid cell; values are medians across repeats"
+	}
+	s.text(x1, bottom+34, "end", "normal", "#57606a", 11, note)
 }
 
 // resourceFigure plots proxy CPU and memory over the run, one line per
