@@ -27,7 +27,7 @@ space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
-.PHONY: $(PHONY_EXTRA) help bench duet observer up down preflight images report diff perf lint test test-unit test-e2e engine clean
+.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e engine clean
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -50,6 +50,9 @@ duet: ## interleaved A/B in one run: each cell as baseline, then as candidate wi
 observer: ## the observer effect: each cell with the observability stack on, then paused, interleaved; req/s and p99 differences with 95 % CIs (PROXIES ORIGINS=fast REPEATS=10 TIER)
 	@scripts/arms.sh -observer -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(if $(filter file,$(origin ORIGINS)),fast,$(ORIGINS)))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
+
+study: ## a validity-lab study: STUDY=netstack|cc|scaleout|ceiling|all (SCALE=full|tiny REPEATS RUN RESULTS PLACEMENT); README, Studies
+	@RUN='$(RUN)' RESULTS='$(RESULTS)' REPEATS='$(if $(filter file,$(origin REPEATS)),,$(REPEATS))' scripts/study.sh '$(STUDY)' '$(or $(SCALE),full)'
 
 bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario, 2 s delay, fast origin); restarts proxies a run OOM-kills
 	@scripts/bench.sh -scenarios slow -slow-delay 2s -concurrency 10000 -origins fast -tier 10s -timeout 30s \
