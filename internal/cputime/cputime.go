@@ -121,24 +121,35 @@ func (s Stat) Since(start Stat, cpus []int) (CPU, error) {
 	return out, nil
 }
 
+// MaxCPU is the highest CPU number a CPU list may name (the kernel's
+// largest NR_CPUS is 8192).
+const MaxCPU = 8191
+
 // ParseList reads a kernel CPU list such as "0-1,3" (cpuset.cpus, the
-// Cpus_allowed_list of /proc/<pid>/status, docker's --cpuset-cpus); ""
-// is no CPU. The result is sorted and without repeats.
+// Cpus_allowed_list of /proc/<pid>/status, docker's --cpuset-cpus, a plan's
+// placement); "" is no CPU. The result is sorted and without repeats. Its
+// errors quote the list and say how to write one.
 func ParseList(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
-	var out []int
 	if s == "" {
-		return out, nil
+		return nil, nil
 	}
+	var out []int
 	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := a, error(nil)
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := cpuNumber(lo)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", s, err)
 		}
-		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > 1<<16 {
-			return nil, fmt.Errorf("CPU list %q: %q is not N or N-M", s, part)
+		b := a
+		if isRange {
+			if b, err = cpuNumber(hi); err != nil {
+				return nil, fmt.Errorf("%q: %w", s, err)
+			}
+			if b < a {
+				return nil, fmt.Errorf("%q: range %s runs backwards: write it low-high", s, part)
+			}
 		}
 		for n := a; n <= b; n++ {
 			out = append(out, n)
@@ -146,6 +157,18 @@ func ParseList(s string) ([]int, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+func cpuNumber(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || strings.HasPrefix(s, "+") {
+		return 0, fmt.Errorf("want CPU numbers and ranges such as 1, 2-3 or 0,2-3, not %q", s)
+	}
+	if n > MaxCPU {
+		return 0, fmt.Errorf("CPU %d: above %d, the most a kernel has", n, MaxCPU)
+	}
+	return n, nil
 }
 
 // FormatList writes cpus as a kernel CPU list, runs folded into ranges:

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"proxybench/internal/cputime"
 )
 
 // Pin confines this process to cpus: it sets the affinity of every thread
@@ -75,11 +77,11 @@ func SelfAffinity() (Affinity, error) {
 	}
 	first := true
 	for _, tid := range tids {
-		var set unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		l, err := cputime.Affinity(tid)
+		if err != nil {
 			continue // the thread exited
 		}
-		cs := fromUnix(set)
+		cs := CPUSet(l)
 		a.Threads++
 		if first {
 			a.CPUs, first = cs, false
@@ -93,16 +95,6 @@ func SelfAffinity() (Affinity, error) {
 		return a, errors.New("no thread of this process could be read")
 	}
 	return a, nil
-}
-
-func fromUnix(set unix.CPUSet) CPUSet {
-	var out CPUSet
-	for c := 0; c < len(set)*64 && len(out) < set.Count(); c++ {
-		if set.IsSet(c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // threads lists this process's thread ids.
