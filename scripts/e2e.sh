@@ -44,7 +44,24 @@ results=$PWD/.cache/e2e-results
 say "bench + report after $((SECONDS - t0)) s"
 
 export PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090
-go test -tags e2e -count=1 -p 1 -timeout 15m ./e2e/...   # one package at a time: both load the stack
+# One package at a time: both load the stack. Each top-level test's time is
+# printed (the budget of make test is tight); the whole verbose log stays in
+# .cache/logs/e2e/go-test.log, and a failing test's own output is printed.
+mkdir -p .cache/logs/e2e
+log=.cache/logs/e2e/go-test.log
+set +e
+go test -tags e2e -count=1 -p 1 -timeout 15m -v ./e2e/... >"$log" 2>&1
+rc=$?
+set -e
+grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
+if [ $rc -ne 0 ]; then
+  for t in $(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$log"); do
+    say "output of $t:"
+    sed -n "/^=== RUN   $t\$/,/^--- FAIL: $t /p" "$log"
+  done
+  grep -q '^--- FAIL' "$log" || tail -n 60 "$log"
+  exit $rc
+fi
 go test -tags e2e -count=1 -timeout 5m -run TestLiveQueriesReturnData ./grafana/dashcheck
 # The exporter against docker logs and docker stats on the real stack. Its
 # idle-CPU figure is a measurement, not a pass/fail test (make perf-exporter).
