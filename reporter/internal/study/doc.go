@@ -8,6 +8,9 @@ import (
 	"proxybench/reporter/internal/render"
 )
 
+// naTitle is the section listing what cannot run, and why.
+const naTitle = "Not available here"
+
 // FigureName is a metric's figure file under figures/.
 func FigureName(metric string) string { return metric + ".svg" }
 
@@ -147,7 +150,7 @@ func Document(s *Summary) render.Doc {
 			}
 			t.Rows = append(t.Rows, []render.Cell{{Text: g}, {Text: v}, {Text: "n/a: " + n.Reason}})
 		}
-		d.Sections = append(d.Sections, render.Section{Title: fmt.Sprintf("%d. Not available here", len(d.Sections)+1), Tables: []render.Table{t}})
+		d.Sections = append(d.Sections, render.Section{Title: fmt.Sprintf("%d. %s", len(d.Sections)+1, naTitle), Tables: []render.Table{t}})
 	}
 	if len(s.Original) > 0 {
 		t := render.Table{Header: []string{"condition", "variant", "metric", "original", "here (mean)", "here (median)", "n", "note"},
@@ -235,8 +238,8 @@ func (s *Summary) statsTable(group string) render.Table {
 		t.Caption = s.groupLabel(group)
 	}
 	for _, v := range s.Variants {
-		if r := studydata.NAReason(s.NA, group, v.Name); r != "" {
-			t.Rows = append(t.Rows, []render.Cell{{Text: s.variantLabel(v.Name)}, {Text: "n/a: " + r}, {}, {}, {}, {}, {}, {}, {}, {}, {}})
+		if studydata.NAReason(s.NA, group, v.Name) != "" {
+			t.Rows = append(t.Rows, []render.Cell{{Text: s.variantLabel(v.Name)}, {Text: "n/a (why: " + naTitle + ")"}, {}, {}, {}, {}, {}, {}, {}, {}, {}})
 			continue
 		}
 		for _, m := range s.Metrics {

@@ -82,7 +82,8 @@ type Stat struct {
 	MedianCoverage Num `json:"median_ci_coverage"`
 }
 
-// Diff is one variant against the baseline in one group, on one metric.
+// Diff is one variant against the baseline in one group, on one metric
+// that has a direction (Metric.Better).
 type Diff struct {
 	Group    string `json:"group"`
 	Variant  string `json:"variant"`
@@ -160,6 +161,9 @@ func Summarize(r *studydata.Record, now time.Time) *Summary {
 					continue
 				}
 				for _, m := range r.Metrics {
+					if m.Better == "" {
+						continue // a check value, not a result to compare
+					}
 					a, b := r.Values(g, r.Baseline, m.Name), r.Values(g, v.Name, m.Name)
 					if len(a) == 0 || len(b) == 0 {
 						continue
