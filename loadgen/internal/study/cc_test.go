@@ -23,13 +23,13 @@ func TestParseSSCongestion(t *testing.T) {
 
 func TestParseIperf3(t *testing.T) {
 	t.Parallel()
-	good := `{"start":{},"end":{"sum_sent":{"bits_per_second":9.5e8,"retransmits":12},"sum_received":{"bits_per_second":941000000},"sender_tcp_congestion":"bbr","receiver_tcp_congestion":"bbr"}}`
-	mbps, retr, cc, err := ParseIperf3(good)
-	if err != nil || mbps != 941 || retr != 12 || cc != "bbr" {
-		t.Errorf("ParseIperf3 = %v %v %q %v", mbps, retr, cc, err)
+	good := `{"start":{},"end":{"sum_sent":{"bits_per_second":9.5e8,"retransmits":12},"sum_received":{"bits_per_second":941000000},"cpu_utilization_percent":{"host_total":55.5,"remote_total":20.25},"sender_tcp_congestion":"bbr","receiver_tcp_congestion":"bbr"}}`
+	r, err := ParseIperf3(good)
+	if err != nil || r != (Iperf3Result{Mbps: 941, Retransmits: 12, SenderCC: "bbr", SenderCPU: 55.5, ReceiverCPU: 20.25}) {
+		t.Errorf("ParseIperf3 = %+v, %v", r, err)
 	}
 	for _, bad := range []string{`{"error":"unable to connect to server"}`, `{"end":{}}`, `not json`} {
-		if _, _, _, err := ParseIperf3(bad); err == nil {
+		if _, err := ParseIperf3(bad); err == nil {
 			t.Errorf("ParseIperf3(%s): want an error", bad)
 		}
 	}
