@@ -4,6 +4,7 @@ go 1.26.7
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.2.0
+	github.com/cilium/ebpf v0.22.0
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/google/cadvisor/lib v0.60.5
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22

@@ -1,0 +1,599 @@
+package study
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"proxybench/internal/netlab"
+	"proxybench/internal/studydata"
+)
+
+// The cc study: CUBIC vs BBR vs Reno (set per connection with iperf3 -C)
+// over a lab link shaped to 1 Gbit/s, clean, with 1 % loss, and with 50 ms
+// delay + 2 % loss where the kernel can delay packets (netem).
+
+func init() { register("cc", runCC) }
+
+// ccProfile is one condition of the link.
+type ccProfile struct {
+	Name, Label string
+	Loss        float64
+	Delay       time.Duration
+}
+
+var ccProfiles = []ccProfile{
+	{Name: "clean", Label: "clean"},
+	{Name: "loss1", Label: "1 % loss", Loss: 0.01},
+	{Name: "delay50-loss2", Label: "50 ms delay + 2 % loss", Loss: 0.02, Delay: 50 * time.Millisecond},
+}
+
+var ccVariants = []studydata.Variant{
+	{Name: "cubic", Label: "CUBIC"},
+	{Name: "bbr", Label: "BBR"},
+	{Name: "reno", Label: "Reno"},
+}
+
+// The lab link.
+const (
+	ccPrefix     = "pbcc-"
+	ccSender     = "198.18.0.1" // RFC 2544's benchmarking range, inside the lab's namespaces only
+	ccReceiver   = "198.18.0.2"
+	ccRateBit    = 1_000_000_000
+	ccOverhead   = 24 // Ethernet preamble 8 + FCS 4 + inter-frame gap 12
+	ccPort       = "5201"
+	ccMSS        = 1448 // 1500 MTU - 20 IP - 20 TCP - 12 timestamps
+	ccWireFrame  = 1500 + 14 + ccOverhead
+	ccLineGoodMb = ccRateBit / 1e6 * ccMSS / ccWireFrame // 941.5 Mbit/s of TCP payload
+)
+
+var ccMetrics = []studydata.Metric{
+	{Name: "throughput_mbps", Label: "receiver throughput", Unit: "Mbit/s", Better: "higher"},
+	{Name: "retransmits", Label: "sender retransmits", Unit: "segments", Better: "lower"},
+	{Name: "drop_pct", Label: "observed drop ratio", Unit: "%"},
+	{Name: "sender_cpu_pct", Label: "iperf3 client CPU", Unit: "%"},
+	{Name: "receiver_cpu_pct", Label: "iperf3 server CPU", Unit: "%"},
+}
+
+// ccRun is what one iperf3 run measured.
+type ccRun struct {
+	Iperf3Result
+	SocketCC string // ss -tin in the sender namespace, mid-run
+	Drops    netlab.Counters
+	// NetnsRetrans is the sender namespace's TcpRetransSegs over the whole
+	// run, the omitted seconds included (as the drop counters are).
+	NetnsRetrans float64
+}
+
+func runCC(ctx context.Context, e *Env) error {
+	for _, tool := range []struct{ bin, pkg string }{{"iperf3", "iperf3"}, {"ip", "iproute2"}, {"tc", "iproute2"}, {"ss", "iproute2"}} {
+		if _, err := exec.LookPath(tool.bin); err != nil {
+			return fmt.Errorf("the cc study needs %s: apt-get install %s", tool.bin, tool.pkg)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the cc study makes network namespaces and loads BPF: run it as root")
+	}
+	secs, omit, repeats := 10, 2, e.RepeatsOr(3)
+	if e.Tiny() {
+		secs, omit, repeats = 1, 1, e.RepeatsOr(2)
+	}
+	r := e.Record()
+	r.Title = "Congestion control under impairment: CUBIC vs BBR vs Reno"
+	r.Question = "How much throughput does each congestion control keep on a 1 Gbit/s link that is clean, loses 1 % of packets, or adds 50 ms of delay and loses 2 %?"
+	r.Metrics = ccMetrics
+	r.Variants = ccVariants
+	r.Baseline = "cubic"
+	r.Original = ccOriginal()
+	r.Notes = append(r.Notes, "Both iperf3 ends and the kernel's per-packet work (TSO off, no GRO: about 81,000 packets/s at the shape) share the host's CPUs with whatever else runs there; a clean throughput short of 941.5 Mbit/s with an end's CPU near 100 % is the host's CPU, not the link: see the link-shape check and the CPU metrics.",
+		"A retransmit on a clean link (no BPF drop) is a packet lost in the host itself: a receive backlog overflowing while the receiver's CPU was taken by another process.")
+
+	stale, err := netlab.CleanStale(ccPrefix)
+	if err != nil {
+		return fmt.Errorf("remove a crashed study's lab: %w", err)
+	}
+	if len(stale) > 0 {
+		r.Notes = append(r.Notes, "Removed the namespaces a crashed earlier run left: "+strings.Join(stale, ", ")+".")
+	}
+	avail, na := ccAvailable()
+	for v, reason := range na {
+		r.NA = append(r.NA, studydata.NA{Variant: v, Reason: reason})
+	}
+	sndCPUs, rcvCPUs := []int(e.Placement.Loadgen), []int(nil)
+	if e.Placement.Separated() {
+		rcvCPUs = e.Placement.Proxy
+	}
+	lab, err := netlab.Up(ctx, netlab.Config{Prefix: ccPrefix, SenderAddr: ccSender, ReceiverAddr: ccReceiver,
+		RateBit: ccRateBit, Overhead: ccOverhead, SenderCPUs: sndCPUs, ReceiverCPUs: rcvCPUs})
+	if err != nil {
+		return err
+	}
+	defer lab.Close()
+	drop, err := netlab.LoadDropper()
+	if err != nil {
+		return err
+	}
+	defer drop.Close()
+	if err := drop.AttachIngress(lab.Receiver, lab.ReceiverDev); err != nil {
+		return err
+	}
+	netemErr := lab.NetemProbe(ctx)
+	groups := make([]studydata.Group, 0, len(ccProfiles))
+	var runnable []ccProfile
+	for _, p := range ccProfiles {
+		g := studydata.Group{Name: p.Name, Label: p.Label, Mechanism: ccMechanism(p)}
+		if p.Delay > 0 && netemErr != "" {
+			g.Mechanism = "n/a: no way to delay packets in this kernel"
+			r.NA = append(r.NA, studydata.NA{Group: p.Name, Reason: ccNoDelayReason(netemErr)})
+		} else {
+			runnable = append(runnable, p)
+		}
+		groups = append(groups, g)
+	}
+	r.Groups = groups
+	pin := func(cpus []int) []string {
+		if len(cpus) == 0 {
+			return nil
+		}
+		return []string{"-A", strconv.Itoa(cpus[0])}
+	}
+	clientPin, serverPin := pin(sndCPUs), pin(rcvCPUs)
+	r.Method = []string{
+		fmt.Sprintf("Link: network namespaces %s (sender, %s) and %s (receiver, %s) joined by a veth pair; nothing leaves them.", lab.Sender, ccSender, lab.Receiver, ccReceiver),
+		fmt.Sprintf("Shape: tbf on the sender's egress, %s (the 24 bytes of overhead are Ethernet's preamble, FCS and inter-frame gap, so the payload ceiling is %.1f Mbit/s as on Gigabit Ethernet: 1e9 × %d / %d).", strings.Join(netlab.TBFArgs(ccRateBit, ccOverhead), " "), ccLineGoodMb, ccMSS, ccWireFrame),
+		"Packets leave one per segment: TSO off on the sender's veth, so the loss program judges every packet on its own; RPS steers each end's receive processing to one CPU set, so a flow's packets are never reordered between CPU backlogs.",
+		"Loss: a TCX eBPF program (cilium/ebpf asm) on the receiver's veth ingress drops a packet when bpf_get_prandom_u32() < round(p × 2^32) and counts every packet it sees and drops in a per-CPU map; it sits at the far end of the wire, so the sender learns of a loss only from the missing ACKs, as on a real link (a drop on the sender's own egress is returned to TCP as a local congestion signal instead).",
+		fmt.Sprintf("Flow: one TCP stream, `iperf3 -c %s -t %d -O %d -C <algo> --json` in the sender namespace against `iperf3 -s` in the receiver's; the first %d s (slow start) are omitted from the result.", ccReceiver, secs, omit, omit),
+		fmt.Sprintf("Placement: iperf3 client %s, server %s; RPS sender %s, receiver %s.", ccPinText(clientPin), ccPinText(serverPin), ccCPUText(sndCPUs), ccCPUText(rcvCPUs)),
+		fmt.Sprintf("Order: %d repeats, repeat-major (each repeat runs every profile, and within it every congestion control in turn), so slow drifts of the host hit every variant alike.", repeats),
+		"Metrics: receiver throughput from iperf3's end.sum_received, the sender's retransmits from end.sum_sent, the drop ratio the BPF program counted over the run, and each iperf3 end's CPU (end.cpu_utilization_percent, of one CPU, kernel time included): near 100 % means the flow was bound by that CPU, not by the link.",
+		"Congestion control in effect: read back from the data socket mid-run with `ss -tin` in the sender namespace, and from iperf3's end.sender_tcp_congestion.",
+	}
+	if err := e.Save(); err != nil {
+		return err
+	}
+
+	srv := netlab.Exec(ctx, lab.Receiver, "iperf3", append([]string{"-s", "-B", ccReceiver, "-p", ccPort}, serverPin...)...)
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("start iperf3 server: %w", err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	if err := ccWaitListen(ctx, lab); err != nil {
+		return err
+	}
+
+	byGroup := map[string]netlab.Counters{}
+	netnsRetr := map[string]float64{}
+	type readback struct {
+		ok, n int
+		bad   []string
+	}
+	ccBack := map[string]*readback{}
+	for rep := 1; rep <= repeats; rep++ {
+		for _, p := range runnable {
+			exact, err := drop.SetLoss(p.Loss)
+			if err != nil {
+				return err
+			}
+			_ = exact
+			if netemErr == "" {
+				if err := lab.SetDelay(ctx, p.Delay); err != nil {
+					return fmt.Errorf("netem delay: %w", err)
+				}
+			}
+			for _, v := range ccVariants {
+				if !avail[v.Name] {
+					continue
+				}
+				start := time.Now().UTC()
+				res, err := ccOnce(ctx, lab, drop, v.Name, secs, omit, clientPin)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s := studydata.Sample{Group: p.Name, Variant: v.Name, Repeat: rep, Start: start, End: time.Now().UTC()}
+				if err != nil {
+					s.Error = err.Error()
+				} else {
+					s.Values = map[string]float64{"throughput_mbps": res.Mbps, "retransmits": res.Retransmits, "drop_pct": 100 * res.Drops.DropRatio(),
+						"sender_cpu_pct": res.SenderCPU, "receiver_cpu_pct": res.ReceiverCPU}
+					netnsRetr[p.Name] += res.NetnsRetrans
+					g := byGroup[p.Name]
+					byGroup[p.Name] = netlab.Counters{SeenSkbs: g.SeenSkbs + res.Drops.SeenSkbs, SeenSegs: g.SeenSegs + res.Drops.SeenSegs, SeenBytes: g.SeenBytes + res.Drops.SeenBytes,
+						DropSkbs: g.DropSkbs + res.Drops.DropSkbs, DropSegs: g.DropSegs + res.Drops.DropSegs, DropBytes: g.DropBytes + res.Drops.DropBytes}
+					rb := ccBack[v.Name]
+					if rb == nil {
+						rb = &readback{}
+						ccBack[v.Name] = rb
+					}
+					rb.n++
+					if res.SocketCC == v.Name && res.SenderCC == v.Name {
+						rb.ok++
+					} else {
+						rb.bad = append(rb.bad, fmt.Sprintf("%s r%d: ss %q, iperf3 %q", p.Name, rep, res.SocketCC, res.SenderCC))
+					}
+				}
+				e.Log.Info("cc sample", "group", p.Name, "variant", v.Name, "repeat", rep, "mbps", s.Values["throughput_mbps"], "retransmits", s.Values["retransmits"], "drop_pct", s.Values["drop_pct"], "error", s.Error)
+				if err := e.Add(s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+
+	// Checks: the shape, the congestion control, the loss.
+	var clean []float64
+	for _, v := range ccVariants {
+		clean = append(clean, r.Values("clean", v.Name, "throughput_mbps")...)
+	}
+	if len(clean) > 0 {
+		best := 0.0
+		for _, v := range ccVariants {
+			if m := ccMean(r.Values("clean", v.Name, "throughput_mbps")); m > best {
+				best = m
+			}
+		}
+		mx := slices.Max(clean)
+		ok := mx <= 1000 && best >= 0.85*ccLineGoodMb
+		if err := e.AddCheck("link shaped to 1 Gbit/s", ok, "clean throughput of every sample <= 1000 Mbit/s (max %.1f) and the best variant's mean %.1f Mbit/s is %.1f %% of the %.1f Mbit/s a 1 Gbit/s Ethernet link carries (want >= 85 %%); %d samples",
+			mx, best, 100*best/ccLineGoodMb, ccLineGoodMb, len(clean)); err != nil {
+			return err
+		}
+	}
+	for _, v := range ccVariants {
+		rb := ccBack[v.Name]
+		if rb == nil {
+			continue
+		}
+		detail := fmt.Sprintf("asked %s with iperf3 -C; the data socket reported %s in %d of %d runs (ss -tin in the sender namespace mid-run, and iperf3's end.sender_tcp_congestion)", v.Name, v.Name, rb.ok, rb.n)
+		if len(rb.bad) > 0 {
+			detail += "; mismatches: " + strings.Join(rb.bad, "; ")
+		}
+		if err := e.AddCheck("congestion control in effect: "+v.Name, rb.ok == rb.n && rb.n > 0, "%s", detail); err != nil {
+			return err
+		}
+	}
+	for _, p := range runnable {
+		c, ok := byGroup[p.Name]
+		if !ok {
+			continue
+		}
+		want := netlab.ThresholdProb(netlab.Threshold(p.Loss))
+		lo, hi := netlab.WilsonInterval(c.DropSkbs, c.SeenSkbs, netlab.Z99)
+		pass := lo <= want && want <= hi
+		if p.Loss == 0 {
+			pass = c.DropSkbs == 0
+		}
+		if err := e.AddCheck("loss rate: "+p.Name, pass, "the BPF program dropped %d of %d packets = %.4f %% (99 %% Wilson interval %.4f–%.4f %%); the profile's rate is %.4f %%",
+			c.DropSkbs, c.SeenSkbs, 100*c.DropRatio(), 100*lo, 100*hi, 100*want); err != nil {
+			return err
+		}
+		if p.Loss > 0 {
+			retr := netnsRetr[p.Name]
+			ratio := retr / math.Max(1, float64(c.DropSegs))
+			if err := e.AddCheck("loss seen by TCP as wire loss: "+p.Name, ratio >= 0.9, "the sender namespace's TCP retransmitted %.0f segments (Tcp RetransSegs over whole runs, omitted seconds included) for the %d the program dropped (ratio %.2f, want >= 0.9: every dropped segment must be sent again)",
+				retr, c.DropSegs, ratio); err != nil {
+				return err
+			}
+		}
+	}
+	var all netlab.Counters
+	for _, c := range byGroup {
+		all.SeenSkbs += c.SeenSkbs
+		all.SeenSegs += c.SeenSegs
+		all.SeenBytes += c.SeenBytes
+	}
+	if all.SeenSkbs > 0 {
+		if err := e.AddCheck("one packet per segment", all.SeenSegs == all.SeenSkbs, "the loss program saw %d buffers holding %d segments (mean %.0f bytes): each drop removes one packet, as a wire loses one frame",
+			all.SeenSkbs, all.SeenSegs, float64(all.SeenBytes)/float64(all.SeenSkbs)); err != nil {
+			return err
+		}
+	}
+	return e.Save()
+}
+
+// ccOnce runs one iperf3 flow with congestion control algo and reads the
+// socket's congestion control mid-run.
+func ccOnce(ctx context.Context, lab *netlab.Lab, drop *netlab.Dropper, algo string, secs, omit int, pin []string) (ccRun, error) {
+	var res ccRun
+	before, err := drop.Counters()
+	if err != nil {
+		return res, err
+	}
+	retrBefore, err := ccRetransSegs(ctx, lab)
+	if err != nil {
+		return res, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(secs+omit+20)*time.Second)
+	defer cancel()
+	args := append([]string{"-c", ccReceiver, "-p", ccPort, "-t", strconv.Itoa(secs), "-O", strconv.Itoa(omit), "-C", algo, "--json"}, pin...)
+	cmd := netlab.Exec(rctx, lab.Sender, "iperf3", args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("start iperf3: %w", err)
+	}
+	// Mid-run: the data socket's congestion control, from the kernel.
+	select {
+	case <-time.After(time.Duration(omit*1000+secs*500) * time.Millisecond):
+		ssOut, err := lab.Run(rctx, lab.Sender, "ss", "-tinH", "state", "established", "dst", ccReceiver)
+		if err == nil {
+			res.SocketCC = ParseSSCongestion(ssOut)
+		}
+	case <-rctx.Done():
+	}
+	werr := cmd.Wait()
+	after, err := drop.Counters()
+	if err != nil {
+		return res, err
+	}
+	res.Drops = after.Sub(before)
+	retrAfter, err := ccRetransSegs(ctx, lab)
+	if err != nil {
+		return res, err
+	}
+	res.NetnsRetrans = retrAfter - retrBefore
+	ir, perr := ParseIperf3(out.String())
+	if werr != nil || perr != nil {
+		return res, fmt.Errorf("iperf3 -C %s: %v %v: %s", algo, werr, perr, strings.TrimSpace(errb.String()))
+	}
+	res.Iperf3Result = ir
+	return res, nil
+}
+
+// ccRetransSegs reads the sender namespace's Tcp RetransSegs counter.
+func ccRetransSegs(ctx context.Context, lab *netlab.Lab) (float64, error) {
+	out, err := lab.Run(ctx, lab.Sender, "cat", "/proc/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	return ParseSNMP(out, "Tcp", "RetransSegs")
+}
+
+// ParseSNMP reads one counter of /proc/net/snmp (a header line of names
+// followed by a line of values, both starting with "Proto:").
+func ParseSNMP(out, proto, name string) (float64, error) {
+	var head []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != proto+":" {
+			continue
+		}
+		if head == nil {
+			head = f
+			continue
+		}
+		if i := slices.Index(head, name); i > 0 && i < len(f) {
+			return strconv.ParseFloat(f[i], 64)
+		}
+		break
+	}
+	return 0, fmt.Errorf("no %s %s in /proc/net/snmp", proto, name)
+}
+
+// Iperf3Result is what the study reads of iperf3 --json output.
+type Iperf3Result struct {
+	Mbps        float64 // end.sum_received.bits_per_second / 1e6
+	Retransmits float64 // end.sum_sent.retransmits
+	SenderCC    string  // end.sender_tcp_congestion
+	SenderCPU   float64 // end.cpu_utilization_percent.host_total (the client)
+	ReceiverCPU float64 // end.cpu_utilization_percent.remote_total (the server)
+}
+
+// ParseIperf3 reads iperf3 --json output.
+func ParseIperf3(out string) (Iperf3Result, error) {
+	var j struct {
+		Error string `json:"error"`
+		End   struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+			SumSent struct {
+				Retransmits *float64 `json:"retransmits"`
+			} `json:"sum_sent"`
+			SenderCC string `json:"sender_tcp_congestion"`
+			CPU      struct {
+				Host   float64 `json:"host_total"`
+				Remote float64 `json:"remote_total"`
+			} `json:"cpu_utilization_percent"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		return Iperf3Result{}, fmt.Errorf("decode iperf3 json: %w", err)
+	}
+	if j.Error != "" {
+		return Iperf3Result{}, fmt.Errorf("iperf3: %s", j.Error)
+	}
+	if j.End.SumReceived.BitsPerSecond <= 0 || j.End.SumSent.Retransmits == nil {
+		return Iperf3Result{}, errors.New("iperf3 json has no end.sum_received throughput or end.sum_sent retransmits")
+	}
+	return Iperf3Result{Mbps: j.End.SumReceived.BitsPerSecond / 1e6, Retransmits: *j.End.SumSent.Retransmits, SenderCC: j.End.SenderCC,
+		SenderCPU: j.End.CPU.Host, ReceiverCPU: j.End.CPU.Remote}, nil
+}
+
+// ParseSSCongestion returns the congestion control of the socket that has
+// acknowledged the most bytes in `ss -tinH` output (iperf3's data stream,
+// not its control connection).
+func ParseSSCongestion(out string) string {
+	best, bestAcked := "", int64(-1)
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" || (line[0] != ' ' && line[0] != '\t') {
+			continue
+		}
+		alg, acked := "", int64(0)
+		for _, f := range strings.Fields(line) {
+			k, v, hasColon := strings.Cut(f, ":")
+			switch {
+			case !hasColon && alg == "" && !slices.Contains([]string{"ts", "sack", "ecn", "ecnseen", "fastopen", "noecn"}, f) && isAlgName(f):
+				alg = f
+			case k == "bytes_acked":
+				acked, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		if alg != "" && acked > bestAcked {
+			best, bestAcked = alg, acked
+		}
+	}
+	return best
+}
+
+// isAlgName reports whether s looks like a congestion control's name.
+func isAlgName(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// ccWaitListen waits for the iperf3 server to listen.
+func ccWaitListen(ctx context.Context, lab *netlab.Lab) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := lab.Run(ctx, lab.Receiver, "ss", "-Hltn", "sport", "=", ":"+ccPort)
+		if err == nil && strings.TrimSpace(out) != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.New("iperf3 server did not listen within 5 s")
+}
+
+// ccAvailable reports which variants the kernel offers (loading tcp_<name>
+// with modprobe when it is missing) and why the others cannot run.
+func ccAvailable() (map[string]bool, map[string]string) {
+	const f = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+	read := func() []string { b, _ := os.ReadFile(f); return strings.Fields(string(b)) }
+	have := read()
+	avail, na := map[string]bool{}, map[string]string{}
+	for _, v := range ccVariants {
+		if !slices.Contains(have, v.Name) {
+			_ = exec.Command("modprobe", "tcp_"+v.Name).Run()
+			have = read()
+		}
+		if slices.Contains(have, v.Name) {
+			avail[v.Name] = true
+		} else {
+			na[v.Name] = fmt.Sprintf("the kernel offers no %s congestion control (%s: %s; modprobe tcp_%s failed)", v.Name, f, strings.Join(have, " "), v.Name)
+		}
+	}
+	return avail, na
+}
+
+// ccMechanism says what makes a profile.
+func ccMechanism(p ccProfile) string {
+	m := "tbf 1 Gbit/s (overhead 24)"
+	if p.Delay > 0 {
+		m += fmt.Sprintf(" + netem delay %s", p.Delay)
+	}
+	if p.Loss > 0 {
+		m += fmt.Sprintf(" + TCX eBPF drop %g %% (receiver ingress)", 100*p.Loss)
+	}
+	return m
+}
+
+// ccNoDelayReason says why no profile with delay can run: what the kernel
+// lacks, from its own configuration.
+func ccNoDelayReason(netemErr string) string {
+	cfg := kernelConfig("CONFIG_NET_SCH_NETEM", "CONFIG_NET_SCH_FQ", "CONFIG_NET_SCH_ETF")
+	return "the kernel has no netem (" + cfg["CONFIG_NET_SCH_NETEM"] + "; tc qdisc add … netem answers: " + ccLastLine(netemErr) + "), " +
+		"and no qdisc that holds a packet until a time: fq (" + cfg["CONFIG_NET_SCH_FQ"] + ") and etf (" + cfg["CONFIG_NET_SCH_ETF"] + ") are absent, so an eBPF program setting skb->tstamp (earliest departure time) is ignored; " +
+		"tbf's and htb's latency is queueing behind the rate, not a fixed delay, and a tc eBPF program can drop or redirect a packet but not hold it. " +
+		"Only a userspace delay line (TUN or AF_XDP, forwarding every packet through a process) could delay here, which is not a kernel link emulation comparable with netem, so the profile is not run."
+}
+
+// ccLastLine is the last line of a command's error (tc's own message).
+func ccLastLine(s string) string {
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		return strings.TrimSpace(s[i+2:])
+	}
+	return s
+}
+
+// kernelConfig reads the given options from /proc/config.gz: "CONFIG_X=y"
+// or "CONFIG_X is not set" (or "CONFIG_X unknown" without the file).
+func kernelConfig(keys ...string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		out[k] = k + " unknown (no /proc/config.gz)"
+	}
+	f, err := os.Open("/proc/config.gz")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return out
+	}
+	for k := range out {
+		out[k] = k + " is not set"
+	}
+	sc := bufio.NewScanner(zr)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, k := range keys {
+			if strings.HasPrefix(line, k+"=") {
+				out[k] = line
+			}
+		}
+	}
+	return out
+}
+
+func ccPinText(a []string) string {
+	if len(a) == 0 {
+		return "not pinned"
+	}
+	return "on CPU " + a[1] + " (iperf3 -A)"
+}
+
+func ccCPUText(c []int) string {
+	if len(c) == 0 {
+		return "every CPU"
+	}
+	s := make([]string, len(c))
+	for i, x := range c {
+		s[i] = strconv.Itoa(x)
+	}
+	return "CPU " + strings.Join(s, ",")
+}
+
+func ccMean(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// ccOriginal are the findings of the study this one reproduces: 3 runs
+// each on a clean Gigabit link.
+func ccOriginal() []studydata.Reference {
+	ref := func(g, v string, x float64, note string) studydata.Reference {
+		return studydata.Reference{Group: g, Variant: v, Metric: "throughput_mbps", Value: x, Unit: "Mbit/s", Note: note}
+	}
+	const n = "3 runs, Gigabit link"
+	return []studydata.Reference{
+		ref("clean", "cubic", 941.41, n), ref("clean", "bbr", 940.09, n),
+		ref("loss1", "cubic", 941.09, n), ref("loss1", "bbr", 929.60, n),
+		ref("delay50-loss2", "cubic", 4.99, n), ref("delay50-loss2", "bbr", 439.26, n+", CV 47 %"),
+	}
+}
