@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"proxybench/internal/placement"
+	"proxybench/internal/studydata"
 	"proxybench/loadgen/internal/attack"
 )
 
@@ -122,5 +123,26 @@ func TestStubRequests(t *testing.T) {
 	n, err := stubRequests(context.Background(), p)
 	if err != nil || n != 4242 {
 		t.Fatalf("stubRequests = %d, %v; want 4242", n, err)
+	}
+}
+
+func TestScaleoutNotes(t *testing.T) {
+	rec := &studydata.Record{}
+	add := func(v string, rep int, p99, rps float64) {
+		rec.Samples = append(rec.Samples, studydata.Sample{Group: "15pct", Variant: v, Repeat: rep, Values: map[string]float64{"p99_us": p99, "rps": rps}})
+	}
+	add("A", 1, 100, 100)
+	add("B", 1, 900, 100)
+	add("C", 1, 800, 90)
+	add("A", 2, 100, 100)
+	add("B", 2, 700, 100)
+	add("C", 2, 800, 100)
+	rates := map[string]float64{"15pct": 100}
+	got := scaleoutPairNotes(rec, scaleoutRates[:1], rates)
+	if len(got) != 1 || !strings.Contains(got[0], "B below A in 0 of 2; C below A in 0 of 2; C below B in 1 of 2") {
+		t.Errorf("pair notes %q", got)
+	}
+	if s := scaleoutSustainedNote(rec, rates); !strings.Contains(s, "A 100.0 % (at 15pct), B 100.0 % (at 15pct), C 90.0 % (at 15pct)") {
+		t.Errorf("sustained note %q", s)
 	}
 }
