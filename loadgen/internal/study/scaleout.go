@@ -380,6 +380,20 @@ func stubRequests(ctx context.Context, port int) (int64, error) {
 	return 0, fmt.Errorf("%s: no requests counter in the stub_status page", url)
 }
 
+// backendRequests is the stub_status requests counter of each nginx behind
+// case c's HAProxy.
+func backendRequests(ctx context.Context, c soCase) ([]int64, error) {
+	var out []int64
+	for _, x := range c.Ctrs[1:] {
+		n, err := stubRequests(ctx, x.Port)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // fetchBody GETs url once and returns the status, Content-Length and body.
 func fetchBody(ctx context.Context, url string) (int, int64, []byte, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -610,13 +624,9 @@ func scaleout(ctx context.Context, e *Env) error {
 			return err
 		}
 	}
-	var balanceBefore []int64
-	for _, x := range scaleoutCases[2].Ctrs[1:] {
-		n, err := stubRequests(ctx, x.Port)
-		if err != nil {
-			return err
-		}
-		balanceBefore = append(balanceBefore, n)
+	balanceBefore, err := backendRequests(ctx, scaleoutCases[2])
+	if err != nil {
+		return err
 	}
 
 	// Capacity, then the rates.
@@ -692,13 +702,12 @@ func scaleout(ctx context.Context, e *Env) error {
 			return err
 		}
 	}
-	var served []int64
-	for i, x := range scaleoutCases[2].Ctrs[1:] {
-		n, err := stubRequests(ctx, x.Port)
-		if err != nil {
-			return err
-		}
-		served = append(served, n-balanceBefore[i]-1) // -1: this stub_status request itself
+	served, err := backendRequests(ctx, scaleoutCases[2])
+	if err != nil {
+		return err
+	}
+	for i := range served {
+		served[i] -= balanceBefore[i] + 1 // +1: the stub_status request itself
 	}
 	lo, hi := min(served[0], served[1]), max(served[0], served[1])
 	ratio := 0.0
