@@ -7,7 +7,6 @@ package certscmd
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"proxybench/internal/tlscert"
+	"proxybench/loadgen/internal/cmdflags"
 )
 
 // Main is `loadgen certs`.
@@ -35,15 +35,8 @@ func run(args []string, stdout, stderr io.Writer, now time.Time) int {
 	}
 	dir := fs.String("dir", tlscert.DefaultDir, "`directory` of the files (the compose file mounts "+tlscert.DefaultDir+")")
 	key := fs.String("key", envOr("TLS_KEY", string(tlscert.ECDSA)), "key `algorithm`: ecdsa (P-256) or rsa (2048 bits); default $TLS_KEY, else ecdsa")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "loadgen certs: unexpected argument %q: it takes only flags\n", fs.Arg(0))
-		return 2
+	if rc, ok := cmdflags.Parse(fs, args, stderr); !ok {
+		return rc
 	}
 	alg, err := tlscert.ParseAlgorithm(*key)
 	if err != nil {
