@@ -6,6 +6,7 @@
 //	loadgen preflight [flags]   check every proxy x origin route, print versions
 //	loadgen placement [flags]   print this host's CPU placement as compose variables
 //	loadgen study     [flags]   run one of the validity lab's studies into results/<run>/
+//	loadgen certs     [flags]   make (or reuse) the lab's CA and the proxies' TLS certificate
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"proxybench/loadgen/internal/attackcmd"
+	"proxybench/loadgen/internal/certscmd"
 	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
@@ -38,11 +40,12 @@ var commands = map[string]command{
 	"preflight": preflight.Main,
 	"placement": placementcmd.Main,
 	"study":     study.Main,
+	"certs":     certscmd.Main,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

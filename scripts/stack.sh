@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # stack.sh up|stop|down|wait|running: the proxybench stack's lifecycle.
-#   up       engine + images, then start every service with its CPU placement
+#   up       engine + images, the lab's TLS certificate (loadgen certs), then
+#            start every service with its CPU placement
 #            (PLACEMENT=auto|none, default the PLAN file's placement section,
 #            else auto) and wait until healthy
 #   stop     remove the containers, keep Prometheus's data volume
@@ -45,6 +46,22 @@ placement_env() {
   done <<<"$vars"
 }
 
+# certs_env makes sure the lab's CA and the proxies' TLS certificate exist
+# and are valid (`loadgen certs`, internal/tlscert; TLS_KEY=ecdsa|rsa) and
+# sets TLS_CERT_SHA256, so that a new certificate recreates the proxies;
+# TLS_MIN_VERSION is the lowest TLS version every proxy's TLS port accepts.
+certs_env() {
+  local vars k v
+  case ${TLS_MIN_VERSION:=1.3} in
+    1.2 | 1.3) export TLS_MIN_VERSION ;;
+    *) say "TLS_MIN_VERSION=$TLS_MIN_VERSION: want 1.3 (the default) or 1.2"; exit 2 ;;
+  esac
+  vars=$(.cache/dist/loadgen certs) || exit 2
+  while IFS='=' read -r k v; do
+    [ -n "$k" ] && export "$k=$v"
+  done <<<"$vars"
+}
+
 wait_healthy() {
   local deadline=$((SECONDS + ${WAIT_SECONDS:-120})) bad name status
   while :; do
@@ -84,6 +101,7 @@ case ${1:-} in
     fi
     grep -q '^OFFLINE=1' compose/images.env && say "offline: Grafana has no local image; the stack runs without it (dashboards are checked against Prometheus)"
     placement_env
+    certs_env
     # shellcheck disable=SC2046
     scripts/compose.sh up -d --no-build $(services) >&2
     # A quota changed in place (a duet's candidate whose loadgen was killed,

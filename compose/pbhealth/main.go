@@ -4,17 +4,18 @@
 // curl or sed being there.
 //
 //	pbhealth URL                     exits 0 when GET URL answers 2xx within 2 s
-//	pbhealth render SRC DST -- CMD…  writes SRC to DST with ${LISTEN_ADDR}
-//	                                 and ${PROXY_WORKERS} replaced by those
-//	                                 variables' values, then runs CMD in its
-//	                                 place (exec)
+//	pbhealth render SRC DST -- CMD…  writes SRC to DST with ${LISTEN_ADDR},
+//	                                 ${PROXY_WORKERS} and ${TLS_MIN_VERSION}
+//	                                 replaced by those variables' values,
+//	                                 then runs CMD in its place (exec)
 //
 // render is for the proxies whose configuration cannot read the
 // environment itself (nginx, Traefik's static file): the stack decides the
 // address every listener binds (127.0.0.1 unless LISTEN says otherwise)
 // and passes it as LISTEN_ADDR, and the worker count of its CPU placement
-// (internal/placement) as PROXY_WORKERS. ${LISTEN_ADDR} must appear in
-// SRC; ${PROXY_WORKERS} is replaced where it appears.
+// (internal/placement) as PROXY_WORKERS, and the lowest TLS version the
+// TLS ports accept (1.2 or 1.3) as TLS_MIN_VERSION. ${LISTEN_ADDR} must
+// appear in SRC; the others are replaced where they appear.
 package main
 
 import (
@@ -62,6 +63,9 @@ const Placeholder = "${LISTEN_ADDR}"
 // WorkersPlaceholder is replaced by PROXY_WORKERS where it appears.
 const WorkersPlaceholder = "${PROXY_WORKERS}"
 
+// TLSMinPlaceholder is replaced by TLS_MIN_VERSION where it appears.
+const TLSMinPlaceholder = "${TLS_MIN_VERSION}"
+
 // maxWorkers bounds PROXY_WORKERS: a typo must not start thousands of
 // processes.
 const maxWorkers = 1024
@@ -93,6 +97,13 @@ func render(args []string, getenv func(string) string) ([]string, error) {
 			return nil, fmt.Errorf("PROXY_WORKERS %q: want the proxy's worker count, a whole number in 1..%d (scripts/stack.sh sets it from the CPU placement)", w, maxWorkers)
 		}
 		out = strings.ReplaceAll(out, WorkersPlaceholder, w)
+	}
+	if strings.Contains(out, TLSMinPlaceholder) {
+		v := getenv("TLS_MIN_VERSION")
+		if v != "1.2" && v != "1.3" {
+			return nil, fmt.Errorf("TLS_MIN_VERSION %q: want 1.3 (the default) or 1.2, the lowest TLS version the TLS ports accept", v)
+		}
+		out = strings.ReplaceAll(out, TLSMinPlaceholder, v)
 	}
 	if err := os.WriteFile(dst, []byte(out), 0o644); err != nil {
 		return nil, err

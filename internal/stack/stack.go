@@ -11,7 +11,9 @@ import (
 // Proxy is one reverse proxy under test.
 type Proxy struct {
 	Name    string // label value and compose service name
-	Port    int    // traffic port on 127.0.0.1
+	Port    int    // traffic port on 127.0.0.1: cleartext HTTP/1.1
+	TLSPort int    // the same routes over TLS (h2, http/1.1; h3 on UDP where the proxy has it)
+	HTTP3   bool   // it answers HTTP/3 on UDP TLSPort
 	Go      bool   // a Go program: gctrace is parsed for it
 	Metrics string // its own metrics endpoint, "" when none
 }
@@ -25,11 +27,11 @@ type Origin struct {
 
 // Proxies lists the proxies in the order a run visits them.
 var Proxies = []Proxy{
-	{Name: "nginx", Port: 8882, Metrics: "http://127.0.0.1:8982/stub_status"},
-	{Name: "haproxy", Port: 8885, Metrics: "http://127.0.0.1:8985/metrics"},
-	{Name: "traefik", Port: 8883, Go: true, Metrics: "http://127.0.0.1:8983/metrics"},
-	{Name: "caddy", Port: 8884, Go: true, Metrics: "http://127.0.0.1:8984/metrics"},
-	{Name: "custom", Port: 8881},
+	{Name: "nginx", Port: 8882, TLSPort: 9882, Metrics: "http://127.0.0.1:8982/stub_status"},
+	{Name: "haproxy", Port: 8885, TLSPort: 9885, Metrics: "http://127.0.0.1:8985/metrics"},
+	{Name: "traefik", Port: 8883, TLSPort: 9883, HTTP3: true, Go: true, Metrics: "http://127.0.0.1:8983/metrics"},
+	{Name: "caddy", Port: 8884, TLSPort: 9884, HTTP3: true, Go: true, Metrics: "http://127.0.0.1:8984/metrics"},
+	{Name: "custom", Port: 8881, TLSPort: 9881},
 }
 
 // Origins lists the four origins.
@@ -70,6 +72,11 @@ func LookupOrigin(name string) (Origin, error) {
 // URL is the address of path on origin through proxy, path starting with '/'.
 func URL(p Proxy, origin, path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/%s%s", p.Port, origin, path)
+}
+
+// TLSURL is the address of path on origin through proxy's TLS port.
+func TLSURL(p Proxy, origin, path string) string {
+	return fmt.Sprintf("https://127.0.0.1:%d/%s%s", p.TLSPort, origin, path)
 }
 
 func names[T any](xs []T, f func(T) string) []string {

@@ -8,13 +8,13 @@ package placementcmd
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"proxybench/internal/placement"
+	"proxybench/loadgen/internal/cmdflags"
 	"proxybench/loadgen/internal/plan"
 )
 
@@ -34,15 +34,8 @@ func run(args []string, stdout, stderr io.Writer, online func() (placement.CPUSe
 	}
 	mode := fs.String("placement", "", "`mode`: auto (the default) or none; a plan file's placement section otherwise")
 	file := fs.String("plan", "", "YAML plan `file` whose placement section to use (the one `loadgen run -plan` reads)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "loadgen placement: unexpected argument %q: it takes only flags\n", fs.Arg(0))
-		return 2
+	if rc, ok := cmdflags.Parse(fs, args, stderr); !ok {
+		return rc
 	}
 	var spec placement.Spec
 	if *file != "" {
