@@ -79,6 +79,9 @@ func kneeWhy(res *Result, o KneeOptions) string {
 	case p99 > o.P99:
 		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
 	case float64(res.Sent) < 0.99*float64(res.Scheduled):
+		if 100*res.Held > res.Sent {
+			return fmt.Sprintf("sent %d of %d scheduled: the loadgen's max rate cap held sends (held %d)", res.Sent, res.Scheduled, res.Held)
+		}
 		if 100*res.Capped > res.Sent {
 			// More than 1 % of the sends waited for a free connection: the
 			// target is saturated (a few capped sends at the start are only

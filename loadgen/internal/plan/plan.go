@@ -41,6 +41,7 @@ type Plan struct {
 	Concurrency int      `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
 	Rate        float64  `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
 	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
+	MaxRate     float64  `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
 	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
 	Repeats     int      `yaml:"repeats" json:"repeats"`               //
 	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
@@ -175,6 +176,9 @@ func (p *Plan) Validate() error {
 	}
 	if p.Concurrency < 0 || p.Concurrency > 100000 {
 		bad("concurrency %d: use 1..100000", p.Concurrency)
+	}
+	if err := load.CheckMaxRate(p.MaxRate); err != nil {
+		bad("max_rate %g: the loadgen's cap on its send rate must be a finite number >= 0 requests/s (0 = none)", p.MaxRate)
 	}
 	if p.Rate < 0 || math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
 		bad("rate %g: must be a finite number >= 0 (0 = closed loop)", p.Rate)
