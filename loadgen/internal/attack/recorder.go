@@ -55,7 +55,7 @@ type recorder struct {
 
 	inFlight atomic.Int64
 	held     atomic.Int64 // sends the MaxRate cap held (closed loop: counted when sent)
-	_        [64]byte // keep neighbouring recorders off this cache line
+	_        [64]byte     // keep neighbouring recorders off this cache line
 }
 
 func newRecorder(open bool) *recorder {
