@@ -6,6 +6,7 @@
 //	loadgen preflight [flags]   check every proxy x origin route, print versions
 //	loadgen placement [flags]   print this host's CPU placement as compose variables
 //	loadgen study     [flags]   run one of the validity lab's studies into results/<run>/
+//	loadgen trivial-server [flags] the trivial server of the instrument's ceiling (loadgen run starts it)
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"proxybench/loadgen/internal/attackcmd"
+	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
@@ -38,6 +40,9 @@ var commands = map[string]command{
 	"preflight": preflight.Main,
 	"placement": placementcmd.Main,
 	"study":     study.Main,
+	// Started by loadgen run and loadgen study, pinned where the proxy
+	// runs, to measure the loadgen's own ceiling against it.
+	ceiling.ServerCommand: ceiling.ServerMain,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

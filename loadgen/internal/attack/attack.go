@@ -56,6 +56,26 @@ func New(m *Metrics, opts ...Option) *Attacker {
 	return a
 }
 
+// The engines that send an attack (Attacker.Engine).
+const (
+	EngineEvLoop  = "evloop"   // package wire's epoll event loop: closed loops on Linux
+	EngineNetpoll = "netpoll"  // a goroutine per connection on Go's netpoller
+	EngineNetHTTP = "net-http" // net/http's client: WithNetHTTP, and https
+)
+
+// Engine is the engine that sends s: the event loop for an uncapped closed
+// loop of fixed connections on Linux, net/http for https or WithNetHTTP,
+// else a goroutine per connection.
+func (a *Attacker) Engine(s *Spec) string {
+	switch {
+	case a.netHTTP || isHTTPS(s.URL):
+		return EngineNetHTTP
+	case wire.EventLoopAvailable && !a.netpoll && s.Load != nil && s.Load.Pacer() == nil && s.Load.Active() == nil && s.MaxRate == 0:
+		return EngineEvLoop
+	}
+	return EngineNetpoll
+}
+
 // run is the state of one Run.
 type run struct {
 	a       *Attacker
@@ -130,10 +150,11 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 		return nil, err
 	}
 	r.req = req
-	stdlib := a.netHTTP || isHTTPS(s.URL)
 	m := s.Load
 	r.total, r.maxWorkers, r.pacer, r.active = m.Window(), m.MaxWorkers(), m.Pacer(), m.Active()
-	r.evloop = wire.EventLoopAvailable && !stdlib && !a.netpoll && r.pacer == nil && r.active == nil && s.MaxRate == 0
+	engine := a.Engine(s)
+	stdlib := engine == EngineNetHTTP
+	r.evloop = engine == EngineEvLoop
 	if stdlib {
 		t := target(s)
 		client := wire.NewStdClient(&t, max(r.maxWorkers, 1))

@@ -94,6 +94,8 @@ var fields = []field{
 			}
 			return nil
 		}},
+	{name: "ceiling-max-age", usage: "reuse a measurement of the instrument's ceiling (the loadgen against a trivial server under the same placement, same concurrency, cap and binary) up to this `age`; 0 = measure it in every run",
+		get: func(p *Plan) string { return p.CeilingMaxAge.String() }, set: durField(func(p *Plan) *Duration { return &p.CeilingMaxAge })},
 	{name: "slo-p99", usage: "p99 latency objective (`duration`), carried to the reporter",
 		get: func(p *Plan) string { return p.SLO.P99.String() }, set: durField(func(p *Plan) *Duration { return &p.SLO.P99 })},
 	{name: "slo-error-ratio", usage: "error `ratio` objective (0.01 = 1%), carried to the reporter",

@@ -63,6 +63,10 @@ type Plan struct {
 	// Placement is which CPUs each role gets (internal/placement); the
 	// runner resolves it for the host and checks the stack follows it.
 	Placement placement.Spec `yaml:"placement" json:"placement"`
+	// CeilingMaxAge is how old a cached measurement of the instrument's
+	// ceiling (loadgen/internal/ceiling) may be to be reused; 0 = measure
+	// it in every run.
+	CeilingMaxAge Duration `yaml:"ceiling_max_age" json:"ceiling_max_age"`
 
 	// Scenario settings (docs/scenarios.md).
 	AuthInvalid      float64  `yaml:"auth_invalid" json:"auth_invalid"`           // auth: share of traffic with a missing or wrong key
@@ -87,26 +91,27 @@ type SLO struct {
 // Finish fills from the clock.
 func Default() Plan {
 	return Plan{
-		Tier:        "quick",
-		Proxies:     stack.DefaultProxies(),
-		Origins:     stack.DefaultOrigins(),
-		Scenarios:   []string{"simple"},
-		Concurrency: 50,
-		StageKind:   load.KindRate,
-		Repeats:     1,
-		Order:       OrderInterleaved,
-		Control:     true,
-		Isolate:     true,
-		Warmup:      Duration(5 * time.Second),
-		Cooldown:    Duration(10 * time.Second),
-		Settle:      Duration(3 * time.Second),
-		Linger:      Duration(5 * time.Second),
-		Timeout:     Duration(10 * time.Second),
-		Preflight:   Duration(10 * time.Second),
-		Results:     "results",
-		MetricsAddr: "127.0.0.1:9500",
-		Project:     "proxybench",
-		SLO:         SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
+		Tier:          "quick",
+		Proxies:       stack.DefaultProxies(),
+		Origins:       stack.DefaultOrigins(),
+		Scenarios:     []string{"simple"},
+		Concurrency:   50,
+		StageKind:     load.KindRate,
+		Repeats:       1,
+		Order:         OrderInterleaved,
+		Control:       true,
+		Isolate:       true,
+		Warmup:        Duration(5 * time.Second),
+		Cooldown:      Duration(10 * time.Second),
+		Settle:        Duration(3 * time.Second),
+		Linger:        Duration(5 * time.Second),
+		Timeout:       Duration(10 * time.Second),
+		Preflight:     Duration(10 * time.Second),
+		CeilingMaxAge: Duration(30 * time.Minute),
+		Results:       "results",
+		MetricsAddr:   "127.0.0.1:9500",
+		Project:       "proxybench",
+		SLO:           SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
 
 		AuthInvalid:      0.1,
 		RateLimitOffered: 1.5 * scenario.RateLimitRPS,
@@ -176,6 +181,9 @@ func (p *Plan) Validate() error {
 	}
 	if p.Concurrency < 0 || p.Concurrency > 100000 {
 		bad("concurrency %d: use 1..100000", p.Concurrency)
+	}
+	if p.CeilingMaxAge < 0 {
+		bad("ceiling_max_age %v: use a duration >= 0 (0 = measure the instrument's ceiling in every run)", p.CeilingMaxAge)
 	}
 	if err := load.CheckMaxRate(p.MaxRate); err != nil {
 		bad("max_rate %g: the loadgen's cap on its send rate must be a finite number >= 0 requests/s (0 = none)", p.MaxRate)
