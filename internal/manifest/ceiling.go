@@ -43,11 +43,12 @@ const (
 // the limit.
 const CeilingFraction = 0.8
 
-// Near reports whether rps is at or above CeilingFraction of the ceiling,
-// and the reason naming both numbers; false for a nil or unmeasured ceiling.
-// what says what rps is, e.g. "goodput" or "knee".
-func (c *Ceiling) Near(what string, rps float64) (string, bool) {
-	if c == nil || !(c.RPS > 0) || !(rps >= CeilingFraction*c.RPS) {
+// Near reports whether rps is at or above the share frac of the ceiling
+// (CeilingFraction by default), and the reason naming both numbers; false
+// for a nil or unmeasured ceiling. what says what rps is, e.g. "goodput" or
+// "knee".
+func (c *Ceiling) Near(what string, rps, frac float64) (string, bool) {
+	if c == nil || !(c.RPS > 0) || !(rps >= frac*c.RPS) {
 		return "", false
 	}
 	return fmt.Sprintf("%s %.0f req/s is %.0f %% of the loadgen's own ceiling %.0f req/s against a trivial server under the same placement: the instrument, not the proxy, may be the limit",

@@ -178,7 +178,7 @@ func kneeValidity(o *options, last float64) (string, bool) {
 	if o.ceiling <= 0 {
 		return "", false
 	}
-	return (&manifest.Ceiling{RPS: o.ceiling}).Near("knee", last)
+	return (&manifest.Ceiling{RPS: o.ceiling}).Near("knee", last, manifest.CeilingFraction)
 }
 
 type kneeStep struct {
