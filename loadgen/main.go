@@ -6,6 +6,7 @@
 //	loadgen preflight [flags]   check every proxy x origin route, print versions
 //	loadgen placement [flags]   print this host's CPU placement as compose variables
 //	loadgen study     [flags]   run one of the validity lab's studies into results/<run>/
+//	loadgen ceiling   [flags]   measure the instrument's ceiling under a placement (JSON)
 //	loadgen trivial-server [flags] the trivial server of the instrument's ceiling (loadgen run starts it)
 package main
 
@@ -40,6 +41,7 @@ var commands = map[string]command{
 	"preflight": preflight.Main,
 	"placement": placementcmd.Main,
 	"study":     study.Main,
+	"ceiling":   ceiling.Main,
 	// Started by loadgen run and loadgen study, pinned where the proxy
 	// runs, to measure the loadgen's own ceiling against it.
 	ceiling.ServerCommand: ceiling.ServerMain,
@@ -47,7 +49,7 @@ var commands = map[string]command{
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|ceiling [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

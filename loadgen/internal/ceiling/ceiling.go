@@ -344,3 +344,58 @@ func ServerMain(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	}
 	return 0
 }
+
+// Main is `loadgen ceiling`: the instrument's ceiling under a placement, as
+// `loadgen run` measures it before its cells, printed as JSON (always
+// measured, never from the cache).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	fs := flag.NewFlagSet("loadgen ceiling", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mode := fs.String("placement", "", "CPU placement: auto (the default) or none; as for loadgen run")
+	conc := fs.Int("c", 50, "closed-loop connections: the run's concurrency")
+	maxRate := fs.Float64("max-rate", 0, "the loadgen's cap on its send rate, requests/s (0 = none)")
+	window := fs.Duration("d", DefaultWindow, "measured window")
+	warmup := fs.Duration("warmup", DefaultWarmup, "warm-up before the window, excluded")
+	netHTTP := fs.Bool("net-http", false, "send through net/http")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *window <= 0 || *warmup < 0 || *conc < 1 {
+		fmt.Fprintln(stderr, "loadgen ceiling: -d must be positive, -warmup not negative, -c at least 1")
+		return 2
+	}
+	online, err := placement.Online()
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen ceiling:", err)
+		return 1
+	}
+	pl, err := placement.Resolve(placement.Spec{Mode: *mode}, online)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen ceiling:", err)
+		return 2
+	}
+	if len(pl.Loadgen) > 0 {
+		if err := placement.Pin(pl.Loadgen); err != nil {
+			fmt.Fprintf(stderr, "loadgen ceiling: placement %s: %v (or run with -placement none)\n", pl.Mode, err)
+			return 1
+		}
+	}
+	if *warmup == 0 {
+		*warmup = -1 // Options: 0 is the default, negative none
+	}
+	c, err := Measure(ctx, Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
+		Concurrency: *conc, MaxRate: *maxRate, NetHTTP: *netHTTP, Warmup: *warmup, Window: *window, Log: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen ceiling:", err)
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return 1
+	}
+	return 0
+}
