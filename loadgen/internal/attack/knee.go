@@ -61,8 +61,18 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	return last, steps, nil
 }
 
-// kneeWhy says why a step broke, "" when it held.
+// kneeWhy says why a step broke, "" when it held. A step whose sends the
+// MaxRate cap held (more than 1 %) names the cap first: its latency and
+// missed sends are the instrument's own limit.
 func kneeWhy(res *Result, o KneeOptions) string {
+	why := kneeBroke(res, o)
+	if why != "" && 100*res.Held > res.Sent {
+		return fmt.Sprintf("the loadgen's max rate cap held %d of %d sends: %s", res.Held, res.Sent, why)
+	}
+	return why
+}
+
+func kneeBroke(res *Result, o KneeOptions) string {
 	total := res.Requests + res.Errors
 	failed := res.Errors
 	for code, n := range res.Codes {
@@ -79,9 +89,6 @@ func kneeWhy(res *Result, o KneeOptions) string {
 	case p99 > o.P99:
 		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
 	case float64(res.Sent) < 0.99*float64(res.Scheduled):
-		if 100*res.Held > res.Sent {
-			return fmt.Sprintf("sent %d of %d scheduled: the loadgen's max rate cap held sends (held %d)", res.Sent, res.Scheduled, res.Held)
-		}
 		if 100*res.Capped > res.Sent {
 			// More than 1 % of the sends waited for a free connection: the
 			// target is saturated (a few capped sends at the start are only
