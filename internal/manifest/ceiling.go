@@ -18,17 +18,20 @@ type Ceiling struct {
 	Engine      string    `json:"engine"`             // the loadgen's engine: evloop, netpoll, net-http
 	WindowS     float64   `json:"window_s"`
 	MeasuredAt  time.Time `json:"measured_at"`
-	Source      string    `json:"source"`               // CeilingMeasured or CeilingCached
-	ServerCPUs  string    `json:"server_cpus"`          // the trivial server's CPU list ("" = every CPU)
-	LoadgenCPUs string    `json:"loadgen_cpus"`         // the loadgen's CPU list ("" = every CPU)
-	Loadgen     string    `json:"loadgen_binary"`       // the loadgen binary's SHA-256 (the cache key's)
-	Errors      int64     `json:"errors,omitempty"`     // transport errors of the window
-	Error       string    `json:"error,omitempty"`      // why it could not be measured; RPS is then 0
-	Placement   string    `json:"placement,omitempty"`  // the placement mode: auto, none or custom
-	Server      string    `json:"server,omitempty"`     // what the trivial server is
-	CacheKey    string    `json:"cache_key,omitempty"`  // what the cached measurement is keyed by
-	CacheFile   string    `json:"cache_file,omitempty"` // where it is cached
-	CacheMaxAge float64   `json:"cache_max_age_s,omitempty"`
+	Source      string    `json:"source"`       // CeilingMeasured or CeilingCached
+	ServerCPUs  string    `json:"server_cpus"`  // the trivial server's CPU list ("" = every CPU)
+	LoadgenCPUs string    `json:"loadgen_cpus"` // the loadgen's CPU list ("" = every CPU)
+	// LoadgenQuota is the CPU quota of the loadgen's cgroup, cores (0 =
+	// none): the trivial server runs in the same cgroup, under it too.
+	LoadgenQuota float64 `json:"loadgen_cpu_quota,omitempty"`
+	Loadgen      string  `json:"loadgen_binary"`       // the loadgen binary's SHA-256 (the cache key's)
+	Errors       int64   `json:"errors,omitempty"`     // transport errors of the window
+	Error        string  `json:"error,omitempty"`      // why it could not be measured; RPS is then 0
+	Placement    string  `json:"placement,omitempty"`  // the placement mode: auto, none or custom
+	Server       string  `json:"server,omitempty"`     // what the trivial server is
+	CacheKey     string  `json:"cache_key,omitempty"`  // what the cached measurement is keyed by
+	CacheFile    string  `json:"cache_file,omitempty"` // where it is cached
+	CacheMaxAge  float64 `json:"cache_max_age_s,omitempty"`
 }
 
 // Ceiling sources.

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"proxybench/internal/atomicfile"
+	"proxybench/internal/cgroup"
 	"proxybench/internal/manifest"
 	"proxybench/internal/placement"
 	"proxybench/loadgen/internal/attack"
@@ -127,7 +128,7 @@ func DefaultCache() string {
 	return filepath.Join(dir, "proxybench", "ceiling")
 }
 
-// key is the cache key of o and the loadgen binary's SHA-256.
+// key is the cache key of o (and of the loadgen's cgroup CPU quota) and the loadgen binary's SHA-256.
 func (o *Options) key() (key, binary string, err error) {
 	f, err := os.Open(o.Binary)
 	if err != nil {
@@ -139,11 +140,26 @@ func (o *Options) key() (key, binary string, err error) {
 		return "", "", fmt.Errorf("ceiling: hash the loadgen binary: %w", err)
 	}
 	binary = hex.EncodeToString(h.Sum(nil))
-	parts := []string{"v1", o.Placement, o.ServerCPUs.String(), strconv.Itoa(o.Workers), o.LoadgenCPUs.String(),
+	parts := []string{"v1", strconv.FormatFloat(loadgenQuota(), 'g', -1, 64), o.Placement, o.ServerCPUs.String(), strconv.Itoa(o.Workers), o.LoadgenCPUs.String(),
 		strconv.Itoa(o.Concurrency), strconv.FormatFloat(o.MaxRate, 'g', -1, 64), o.engine(),
 		o.Warmup.String(), o.Window.String(), strconv.Itoa(runtime.NumCPU()), binary}
 	k := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(k[:12]), binary, nil
+}
+
+// loadgenQuota is the CPU quota of the loadgen's cgroup in cores (0 = none
+// or unknown): a quota starves the loadgen and the trivial server it starts
+// alike, so it is part of the key.
+func loadgenQuota() float64 {
+	g, err := cgroup.Self()
+	if err != nil {
+		return 0
+	}
+	cores, limited, err := g.Quota()
+	if err != nil || !limited {
+		return 0
+	}
+	return cores
 }
 
 // Resolve returns the ceiling of o: a cached measurement with the same key
@@ -229,7 +245,7 @@ func Measure(ctx context.Context, o Options) (*manifest.Ceiling, error) {
 	c := &manifest.Ceiling{
 		RPS: res.RPS(), Concurrency: o.Concurrency, MaxRate: o.MaxRate, Engine: o.engine(), WindowS: res.Window(),
 		MeasuredAt: o.Now().UTC(), Source: manifest.CeilingMeasured, ServerCPUs: o.ServerCPUs.String(),
-		LoadgenCPUs: o.LoadgenCPUs.String(), Errors: res.Errors, Placement: o.Placement,
+		LoadgenCPUs: o.LoadgenCPUs.String(), LoadgenQuota: loadgenQuota(), Errors: res.Errors, Placement: o.Placement,
 		Server: fmt.Sprintf("origins/fast (package fastserver) as a process of its own, GOMAXPROCS %d", serverWorkers(&o)),
 	}
 	o.Log.Info("instrument ceiling measured", "rps", int64(c.RPS), "concurrency", c.Concurrency, "max_rate", c.MaxRate,
