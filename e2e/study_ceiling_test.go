@@ -132,7 +132,7 @@ type ceilingManifest struct {
 // instrument_ceiling (its goodput is the instrument's limit).
 func TestRunManifestCarriesCeiling(t *testing.T) {
 	results := t.TempDir()
-	const capRPS = 1500.0
+	const capRPS = 400.0 // well below what nginx → fast takes at 20 connections even on a busy host
 	for _, tc := range []struct {
 		name    string
 		maxRate float64

@@ -27,26 +27,28 @@ const ceilingTarget = "http://127.0.0.1:8882/fast/"
 
 // ceilingScale is how long each part of one sample runs.
 type ceilingScale struct {
-	conns                 int           // the ceiling's closed loop: the lab's default concurrency
-	ceilWarmup, ceilWin   time.Duration // the ceiling's warm-up and window
-	kneeWarmup, kneeStep  time.Duration // the knee search's warm-up and step duration
-	uncappedStep          float64       // uncapped knee steps, a share of the uncapped ceiling
-	cappedStep            float64       // capped knee steps, a share of the cap
-	capShare              float64       // the cap, a share of the uncapped knee (the proxy's own limit)
-	kneeP99               time.Duration // a step breaks when its p99 exceeds this
-	kneeMaxErrs           float64
-	kneeMaxInFlight       int
-	maxRateOverCeilingCap float64 // the uncapped search stops at this multiple of the ceiling
+	conns               int           // the ceiling's and the probe's closed loop: the lab's default concurrency
+	ceilWarmup, ceilWin time.Duration // the ceiling's warm-up and window
+	probe               time.Duration // the closed-loop probe of the proxy that sizes the uncapped knee's steps
+	kneeWarmup          time.Duration // the knee search's warm-up
+	kneeStep            time.Duration // each knee step's duration
+	uncappedStep        float64       // uncapped knee steps, a share of the probe's rate
+	uncappedTop         float64       // the uncapped search stops at this multiple of the probe's rate
+	cappedStep          float64       // capped knee steps, a share of the cap
+	capShare            float64       // the cap, a share of the uncapped knee (the proxy's own limit)
+	kneeP99             time.Duration // a step breaks when its p99 exceeds this
+	kneeMaxErrs         float64
+	kneeMaxInFlight     int
 }
 
 func ceilingScaleOf(e *Env) ceilingScale {
-	s := ceilingScale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second,
-		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.05, cappedStep: 0.15, capShare: 0.5,
-		kneeP99: 100 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000, maxRateOverCeilingCap: 1.5}
+	s := ceilingScale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second, probe: 2 * time.Second,
+		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.1, uncappedTop: 3, cappedStep: 0.15, capShare: 0.5,
+		kneeP99: 200 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000}
 	if e.Tiny() {
-		s.ceilWarmup, s.ceilWin = 300*time.Millisecond, time.Second
+		s.ceilWarmup, s.ceilWin, s.probe = 300*time.Millisecond, time.Second, time.Second
 		s.kneeWarmup, s.kneeStep = 500*time.Millisecond, time.Second
-		s.uncappedStep, s.cappedStep = 0.1, 0.3
+		s.uncappedStep, s.cappedStep = 0.2, 0.3
 	}
 	return s
 }
@@ -72,8 +74,8 @@ func runCeiling(ctx context.Context, e *Env) error {
 			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), sc.conns, sc.ceilWin, sc.ceilWarmup),
 		fmt.Sprintf("Knee: `loadgen attack -knee` against the lab's nginx → fast route (%s, the running stack): open-loop steps of %v (the first after a %v warm-up at the start rate, excluded), at most %d in flight; a step breaks when its p99 exceeds %v, its error ratio %.0f %% or fewer than 99 %% of its scheduled sends went out; the knee is the last rate that held.",
 			ceilingTarget, sc.kneeStep, sc.kneeWarmup, sc.kneeMaxInFlight, sc.kneeP99, 100*sc.kneeMaxErrs),
-		fmt.Sprintf("Uncapped: knee steps of %.0f %% of the sample's own uncapped ceiling, from that rate up to %.0f %% of it.", 100*sc.uncappedStep, 100*sc.maxRateOverCeilingCap),
-		fmt.Sprintf("Capped: -max-rate set to %.0f %% of the same repeat's uncapped knee (the proxy's own limit; %.0f %% of the uncapped ceiling when no uncapped step held), so the cap is below what the proxy can take, like a load generator's default throughput limit below the system's capacity; the ceiling is measured again under the cap, then the knee in steps of %.0f %% of the cap up to 2 x the cap.",
+		fmt.Sprintf("Uncapped: a %v closed-loop probe of the route with %d connections (no warm-up) gives the proxy's rate G; the knee steps are %.0f %% of G, from that rate up to %.0f x G.", sc.probe, sc.conns, 100*sc.uncappedStep, sc.uncappedTop),
+		fmt.Sprintf("Capped: -max-rate set to %.0f %% of the same repeat's uncapped knee (the proxy's own limit; %.0f %% of G when no uncapped step held), so the cap is below what the proxy can take, like a load generator's default throughput limit below the system's capacity; the ceiling is measured again under the cap, then the knee in steps of %.0f %% of the cap up to 2 x the cap.",
 			100*sc.capShare, 100*sc.capShare, 100*sc.cappedStep),
 		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling is invalid, the instrument's limit rather than the proxy's (manifest.Ceiling.Near, as the reporter's instrument_ceiling flag and `loadgen attack -knee -ceiling`).", 100*manifest.CeilingFraction),
 		fmt.Sprintf("Order: %d repeat(s), interleaved: uncapped then capped in every repeat (the cap comes from the repeat's uncapped knee).", repeats),
@@ -83,6 +85,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 		{Name: "knee_rps", Label: "knee (last rate that held)", Unit: "req/s", Better: "higher"},
 		{Name: "knee_to_ceiling", Label: "knee / ceiling", Unit: "ratio"},
 		{Name: "max_rate_rps", Label: "loadgen -max-rate cap (0 = none)", Unit: "req/s"},
+		{Name: "probe_rps", Label: "closed-loop probe of the proxy (uncapped)", Unit: "req/s"},
 		{Name: "knee_invalid", Label: "knee judged the instrument's (1 = invalid)", Unit: "bool"},
 	}
 	r.Groups = []studydata.Group{{Name: "", Label: "nginx → fast, " + pl.Summary()}}
@@ -109,7 +112,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 	var uncappedRatio []float64
 	cappedInvalid, uncappedValid := 0, 0
 	for rep := 1; rep <= repeats && ctx.Err() == nil; rep++ {
-		var uncappedKnee, uncappedCeiling float64
+		var uncappedKnee, probe float64
 		for _, v := range []string{ceilingUncapped, ceilingCapped} {
 			order++
 			s := studydata.Sample{Variant: v, Repeat: rep, Order: order, Start: time.Now().UTC(), Values: map[string]float64{}}
@@ -117,11 +120,11 @@ func runCeiling(ctx context.Context, e *Env) error {
 			if v == ceilingCapped {
 				base := uncappedKnee
 				if base <= 0 {
-					base = uncappedCeiling
+					base = probe
 				}
 				maxRate = math.Round(sc.capShare * base)
 			}
-			c, knee, why, err := ceilingSample(ctx, e, sc, maxRate)
+			c, knee, g, why, err := ceilingSample(ctx, e, sc, maxRate)
 			s.End = time.Now().UTC()
 			if err != nil {
 				s.Error = err.Error()
@@ -135,6 +138,9 @@ func runCeiling(ctx context.Context, e *Env) error {
 			}
 			reason, invalid := c.Near("knee", knee, manifest.CeilingFraction)
 			s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid)}
+			if maxRate == 0 {
+				s.Values["probe_rps"] = g
+			}
 			if err := e.Add(s); err != nil {
 				return err
 			}
@@ -142,7 +148,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 				"invalid", invalid, "reason", reason, "knee_broke", why)
 			switch v {
 			case ceilingUncapped:
-				uncappedKnee, uncappedCeiling = knee, c.RPS
+				uncappedKnee, probe = knee, g
 				uncappedCeil, uncappedRatio = append(uncappedCeil, c.RPS), append(uncappedRatio, knee/c.RPS)
 				if !invalid {
 					uncappedValid++
@@ -192,18 +198,28 @@ func runCeiling(ctx context.Context, e *Env) error {
 }
 
 // ceilingSample measures one variant: the ceiling under maxRate, then the
-// knee of the stack's nginx → fast under the same cap. why is why the knee
-// search stopped.
-func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64) (*manifest.Ceiling, float64, string, error) {
+// knee of the stack's nginx → fast under the same cap; uncapped (maxRate 0)
+// a closed-loop probe of the route first sizes the knee's steps (g, its
+// rate). why is why the knee search stopped.
+func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64) (c *manifest.Ceiling, knee, g float64, why string, err error) {
 	pl := e.Placement
-	c, err := ceiling.Measure(ctx, ceiling.Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
+	c, err = ceiling.Measure(ctx, ceiling.Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
 		Concurrency: sc.conns, MaxRate: maxRate, Warmup: sc.ceilWarmup, Window: sc.ceilWin, Log: e.Log})
 	if err != nil {
-		return nil, 0, "", err
+		return nil, 0, 0, "", err
 	}
-	step, top := sc.uncappedStep*c.RPS, sc.maxRateOverCeilingCap*c.RPS
+	var step, top float64
 	if maxRate > 0 {
 		step, top = sc.cappedStep*maxRate, 2*maxRate
+	} else {
+		res, err := Measure(ctx, Load{URL: ceilingTarget, Conns: sc.conns, Duration: sc.probe})
+		if err != nil {
+			return nil, 0, 0, "", fmt.Errorf("probe of %s: %w", ceilingTarget, err)
+		}
+		if g = res.RPS(); g <= 0 {
+			return nil, 0, 0, "", fmt.Errorf("probe of %s: no response in %v (%d errors)", ceilingTarget, sc.probe, res.Errors)
+		}
+		step, top = sc.uncappedStep*g, sc.uncappedTop*g
 	}
 	step = math.Max(1, math.Round(step))
 	a := attack.New(attack.NewMetrics(prometheus.NewRegistry()))
@@ -212,13 +228,13 @@ func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64
 	last, steps, err := a.Knee(ctx, s, attack.KneeOptions{StartRate: step, Step: step, MaxRate: top, StepDuration: sc.kneeStep,
 		MaxInFlight: sc.kneeMaxInFlight, Warmup: sc.kneeWarmup, P99: sc.kneeP99, MaxErrorRatio: sc.kneeMaxErrs}, nil)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("knee search against %s: %w", ceilingTarget, err)
+		return nil, 0, 0, "", fmt.Errorf("knee search against %s: %w", ceilingTarget, err)
 	}
-	why := "every step held"
+	why = "every step held"
 	if n := len(steps); n > 0 && !steps[n-1].Held {
 		why = fmt.Sprintf("%g req/s: %s", steps[n-1].Rate, steps[n-1].Why)
 	}
-	return c, last, why, nil
+	return c, last, g, why, nil
 }
 
 func b2f(b bool) float64 {
