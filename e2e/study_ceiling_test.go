@@ -126,67 +126,57 @@ type ceilingManifest struct {
 }
 
 // TestRunManifestCarriesCeiling: a real `loadgen run` measures the
-// instrument's ceiling under its placement, concurrency and cap before its
-// cells and records it in the manifest; with a -max-rate cap the ceiling is
-// the cap, the cell cannot pass it, and the reporter flags the cell
+// instrument's ceiling under its placement, concurrency and -max-rate cap
+// before its cells and records it in the manifest; under the cap the ceiling
+// is the cap, the cell cannot pass it, and the reporter flags the cell
 // instrument_ceiling (its goodput is the instrument's limit).
 func TestRunManifestCarriesCeiling(t *testing.T) {
 	results := t.TempDir()
 	const capRPS = 400.0 // well below what nginx → fast takes at 20 connections even on a busy host
-	for _, tc := range []struct {
-		name    string
-		maxRate float64
-	}{{"uncapped", 0}, {"capped", capRPS}} {
-		run := fmt.Sprintf("e2e-ceiling-run-%s-%d", tc.name, time.Now().UnixNano())
-		args := []string{"-tier", "3s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false",
-			"-ceiling-max-age", "0", "-max-rate", fmt.Sprint(tc.maxRate)}
-		start := time.Now()
-		cells := runCells(t, results, run, nil, args...)
-		t.Logf("%s run and report: %v", tc.name, time.Since(start).Round(100*time.Millisecond))
-		b, err := os.ReadFile(filepath.Join(results, run, "manifest.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m ceilingManifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		c := m.Ceiling
-		if c == nil {
-			t.Fatalf("%s: the manifest has no ceiling", tc.name)
-		}
-		t.Logf("%s: ceiling %+v", tc.name, *c)
-		if c.Error != "" || c.RPS <= 0 || c.Source != "measured" || c.Concurrency != 20 || c.MaxRate != tc.maxRate ||
-			c.WindowS <= 0 || time.Since(c.MeasuredAt) > 5*time.Minute {
-			t.Errorf("%s: ceiling %+v: want measured now at 20 connections, max rate %v", tc.name, *c, tc.maxRate)
-		}
-		if c.ServerCPUs != m.Placement.Planned.Proxy || c.LoadgenCPUs != m.Placement.Planned.Loadgen {
-			t.Errorf("%s: ceiling on server CPUs %q, loadgen %q; the placement's proxy %q, loadgen %q",
-				tc.name, c.ServerCPUs, c.LoadgenCPUs, m.Placement.Planned.Proxy, m.Placement.Planned.Loadgen)
-		}
-		if len(cells) != 1 {
-			t.Fatalf("%s: %d cells in the report", tc.name, len(cells))
-		}
-		for id, cell := range cells {
-			var flag string
-			for _, f := range cell.Validity.Flags {
-				if f.Code == "instrument_ceiling" {
-					flag = f.Reason
-				}
+	run := fmt.Sprintf("e2e-ceiling-run-%d", time.Now().UnixNano())
+	start := time.Now()
+	cells := runCells(t, results, run, nil, "-tier", "3s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20",
+		"-isolate=false", "-ceiling-max-age", "0", "-max-rate", fmt.Sprint(capRPS))
+	t.Logf("run and report: %v", time.Since(start).Round(100*time.Millisecond))
+	b, err := os.ReadFile(filepath.Join(results, run, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ceilingManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	c := m.Ceiling
+	if c == nil {
+		t.Fatal("the manifest has no ceiling")
+	}
+	t.Logf("ceiling %+v", *c)
+	if c.Error != "" || c.Source != "measured" || c.Concurrency != 20 || c.MaxRate != capRPS || c.WindowS <= 0 || time.Since(c.MeasuredAt) > 5*time.Minute {
+		t.Errorf("ceiling %+v: want measured now at 20 connections under the cap %v", *c, capRPS)
+	}
+	if c.ServerCPUs != m.Placement.Planned.Proxy || c.LoadgenCPUs != m.Placement.Planned.Loadgen {
+		t.Errorf("ceiling on server CPUs %q, loadgen %q; the placement's proxy %q, loadgen %q",
+			c.ServerCPUs, c.LoadgenCPUs, m.Placement.Planned.Proxy, m.Placement.Planned.Loadgen)
+	}
+	if c.RPS > 1.03*capRPS || c.RPS < 0.9*capRPS {
+		t.Errorf("ceiling %.0f req/s, want about the cap %.0f", c.RPS, capRPS)
+	}
+	if len(cells) != 1 {
+		t.Fatalf("%d cells in the report", len(cells))
+	}
+	for id, cell := range cells {
+		var flag string
+		for _, f := range cell.Validity.Flags {
+			if f.Code == "instrument_ceiling" {
+				flag = f.Reason
 			}
-			t.Logf("%s: %s goodput %v, %s %v", tc.name, id, deref(cell.Goodput), cell.Validity.Verdict, cell.Validity.Flags)
-			if tc.maxRate == 0 {
-				continue // the cell is judged on what it measured: no expectation here
-			}
-			if c.RPS > 1.03*capRPS || c.RPS < 0.9*capRPS {
-				t.Errorf("capped: ceiling %.0f req/s, want about the cap %.0f", c.RPS, capRPS)
-			}
-			if g := deref(cell.Goodput); g > 1.01*capRPS {
-				t.Errorf("capped: goodput %.0f req/s above the cap %.0f", g, capRPS)
-			}
-			if flag == "" || cell.Validity.Verdict != "invalid" || !strings.Contains(flag, "of the loadgen's own ceiling") {
-				t.Errorf("capped: %s %+v: want instrument_ceiling (goodput at the cap is the instrument's limit)", id, cell.Validity)
-			}
+		}
+		t.Logf("%s goodput %v, %s %v", id, deref(cell.Goodput), cell.Validity.Verdict, cell.Validity.Flags)
+		if g := deref(cell.Goodput); g > 1.01*capRPS {
+			t.Errorf("goodput %.0f req/s above the cap %.0f", g, capRPS)
+		}
+		if flag == "" || cell.Validity.Verdict != "invalid" || !strings.Contains(flag, "of the loadgen's own ceiling") {
+			t.Errorf("%s %+v: want instrument_ceiling (goodput at the cap is the instrument's limit)", id, cell.Validity)
 		}
 	}
 }
