@@ -43,12 +43,12 @@ type ceilingScale struct {
 
 func ceilingScaleOf(e *Env) ceilingScale {
 	s := ceilingScale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second, probe: 2 * time.Second,
-		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.1, uncappedTop: 3, cappedStep: 0.15, capShare: 0.5,
+		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.025, uncappedTop: 3, cappedStep: 0.15, capShare: 0.5,
 		kneeP99: 200 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000}
 	if e.Tiny() {
 		s.ceilWarmup, s.ceilWin, s.probe = 300*time.Millisecond, time.Second, time.Second
 		s.kneeWarmup, s.kneeStep = 500*time.Millisecond, time.Second
-		s.uncappedStep, s.cappedStep = 0.2, 0.3
+		s.uncappedStep, s.cappedStep = 0.1, 0.3
 	}
 	return s
 }
