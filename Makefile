@@ -86,7 +86,7 @@ perf: ## loadgen vs wrk vs hey vs vegeta on loopback; open-loop schedule and lat
 	@go test -run '^$$' -bench 'OpenLoopSchedule|DelayedHandlerOverhead' -benchtime 3x ./loadgen/internal/attack
 	@go test -run '^$$' -bench . -cpu 1 ./exporter/internal/gctrace
 	@go test -run '^$$' -bench BenchmarkBuild80 -benchtime 5x ./reporter/internal/build
-	@go test -run '^$$' -bench . -benchmem ./origins/fast
+	@go test -run '^$$' -bench . -benchmem ./origins/fast/fastserver
 
 perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing else running)
 	@go test -tags e2e -count=1 -v -run TestE2EIdleCPU ./exporter/

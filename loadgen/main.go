@@ -7,6 +7,8 @@
 //	loadgen placement [flags]   print this host's CPU placement as compose variables
 //	loadgen study     [flags]   run one of the validity lab's studies into results/<run>/
 //	loadgen certs     [flags]   make (or reuse) the lab's CA and the proxies' TLS certificate
+//	loadgen ceiling   [flags]   measure the instrument's ceiling under a placement (JSON)
+//	loadgen trivial-server [flags] the trivial server of the instrument's ceiling (loadgen run starts it)
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"proxybench/loadgen/internal/attackcmd"
+	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/certscmd"
 	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
@@ -41,11 +44,15 @@ var commands = map[string]command{
 	"placement": placementcmd.Main,
 	"study":     study.Main,
 	"certs":     certscmd.Main,
+	"ceiling":   ceiling.Main,
+	// Started by loadgen run and loadgen study, pinned where the proxy
+	// runs, to measure the loadgen's own ceiling against it.
+	ceiling.ServerCommand: ceiling.ServerMain,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

@@ -31,7 +31,10 @@ type Manifest struct {
 	// Placement is the run's CPU placement, planned and measured
 	// (placement.go); nil in a manifest written before runs had one.
 	Placement *Placement `json:"placement,omitempty"`
-	Cells     []Cell     `json:"cells"`
+	// Ceiling is the instrument's own ceiling under the run's placement
+	// (ceiling.go); nil in a manifest written before runs had one.
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
+	Cells   []Cell   `json:"cells"`
 }
 
 // Host describes where the run happened.

@@ -61,8 +61,18 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	return last, steps, nil
 }
 
-// kneeWhy says why a step broke, "" when it held.
+// kneeWhy says why a step broke, "" when it held. A step whose sends the
+// MaxRate cap held (more than 1 %) names the cap first: its latency and
+// missed sends are the instrument's own limit.
 func kneeWhy(res *Result, o KneeOptions) string {
+	why := kneeBroke(res, o)
+	if why != "" && 100*res.Held > res.Sent {
+		return fmt.Sprintf("the loadgen's max rate cap held %d of %d sends: %s", res.Held, res.Sent, why)
+	}
+	return why
+}
+
+func kneeBroke(res *Result, o KneeOptions) string {
 	total := res.Requests + res.Errors
 	failed := res.Errors
 	for code, n := range res.Codes {

@@ -133,6 +133,7 @@ func (r *run) result() *Result {
 		res.WrongOrigin += rec.wrongOrigin
 		res.Sent += rec.sent
 		res.Capped += rec.capped
+		res.Held += rec.held.Load()
 		res.Late += rec.late
 		for c, n := range rec.codes {
 			res.Codes[c] += n

@@ -54,7 +54,8 @@ type recorder struct {
 	codeCounters           map[int]prometheus.Counter
 
 	inFlight atomic.Int64
-	_        [64]byte // keep neighbouring recorders off this cache line
+	held     atomic.Int64 // sends the MaxRate cap held (closed loop: counted when sent)
+	_        [64]byte     // keep neighbouring recorders off this cache line
 }
 
 func newRecorder(open bool) *recorder {
@@ -77,6 +78,7 @@ func newRecorder(open bool) *recorder {
 type openSend struct {
 	lag    time.Duration
 	capped bool
+	held   bool // the MaxRate cap held it: its lag is the cap's, out of LagP99 too
 }
 
 // record accounts one finished request; latency is from the (intended) send.
@@ -94,9 +96,12 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 	r.mu.Lock()
 	if open != nil {
 		r.sent++
+		if open.held {
+			r.held.Add(1)
+		}
 		if open.capped {
 			r.capped++
-		} else {
+		} else if !open.held {
 			r.lag.RecordValue(clampUs(open.lag)) //nolint:errcheck // clamped into range
 		}
 	}

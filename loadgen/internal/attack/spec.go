@@ -43,6 +43,15 @@ type Spec struct {
 	NewConnPerRequest bool   // default keep-alive pool
 	ExpectOrigin      string // responses whose X-Origin differs are counted as WrongOrigin
 
+	// MaxRate caps the rate at which sends start, in requests/s (0 = no
+	// cap), like JMeter's throughput timer: a send is held until the cap
+	// allows it (load.Limiter). In closed loop a held send's latency
+	// starts when it is sent; in open loop it starts at the intended send
+	// time, so the hold shows as latency (coordinated omission corrected).
+	// A capped closed loop runs a goroutine per connection, not the event
+	// loop.
+	MaxRate float64
+
 	Labels Labels
 
 	// OnEdge, when set, is called synchronously from the engine at the two
@@ -75,6 +84,7 @@ type Result struct {
 	Sent        int64 // open loop: requests due in the window and sent in it
 	Missed      int64 // open loop: due in the window, never sent (Scheduled - Sent)
 	Capped      int64 // open loop: sends of the window that waited because max in flight was reached
+	Held        int64 // sends of the window that Spec.MaxRate held (open loop: past their due time)
 	WrongOrigin int64
 
 	Codes        map[int]int64
@@ -87,7 +97,8 @@ type Result struct {
 
 	// LagP99 is the open loop's p99 of actual minus intended send time over
 	// the window's sends that did not wait for max in flight: the loadgen's
-	// own timer and CPU delay (1 µs resolution).
+	// own timer and CPU delay (1 µs resolution); sends the MaxRate cap held
+	// are left out like capped ones.
 	LagP99 time.Duration
 
 	// Hist holds the latencies of the window's responses with a status,

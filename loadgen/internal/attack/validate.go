@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/wire"
 )
 
@@ -85,6 +86,9 @@ func (s *Spec) validate() error {
 	}
 	if s.MaxBodyBytes < 0 {
 		bad("spec MaxBodyBytes %d is negative: use a positive bound such as %d (0 = the default)", s.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	if err := load.CheckMaxRate(s.MaxRate); err != nil {
+		bad("spec MaxRate: %v", err)
 	}
 	if s.Load == nil {
 		bad("spec Load is empty: give a load model, e.g. load.Closed{Connections: 50, Duration: 10 * time.Second}")

@@ -41,6 +41,7 @@ type options struct {
 	engine     string
 	knee       bool
 	kneeOpts   attack.KneeOptions
+	ceiling    float64
 	headers    headerFlag
 	noProgress bool
 	cpuProfile string
@@ -54,6 +55,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&s.URL, "url", "", "target URL (required), e.g. http://127.0.0.1:8882/fast/")
 	fs.IntVar(&o.conc, "c", 50, "closed loop: connections (workers); open loop: max requests in flight (default there 10000)")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: requests per second (implies -mode open)")
+	fs.Float64Var(&s.MaxRate, "max-rate", 0, "cap the send rate at this many requests/s, closed and open loop, like JMeter's throughput timer (0 = no cap); in open loop a held send's latency counts from its intended send time")
 	fs.DurationVar(&o.duration, "d", 10*time.Second, "measured duration (after warm-up)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "traffic before the measured window, excluded from the summary")
 	fs.DurationVar(&s.Timeout, "timeout", attack.DefaultTimeout, "per-request timeout")
@@ -83,6 +85,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.kneeOpts.StepDuration, "knee-step-d", 10*time.Second, "knee: duration of each step")
 	fs.DurationVar(&o.kneeOpts.P99, "knee-p99", 100*time.Millisecond, "knee: a step breaks when its p99 exceeds this")
 	fs.Float64Var(&o.kneeOpts.MaxErrorRatio, "knee-max-errors", 0.01, "knee: a step breaks when errors/total exceeds this")
+	fs.Float64Var(&o.ceiling, "ceiling", 0, "knee: the loadgen's own ceiling in requests/s (a trivial server under the same placement, as loadgen run records it); a knee at or above 80 % of it is reported invalid (0 = not judged)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -98,6 +101,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-body-file: %w", err)
 		}
 		s.Body = b
+	}
+	if o.ceiling < 0 {
+		return nil, fmt.Errorf("-ceiling %v is negative: give the ceiling in requests/s, or 0", o.ceiling)
 	}
 	if o.warmup < 0 {
 		return nil, fmt.Errorf("-warmup %v is negative: use 0 for no warm-up", o.warmup)

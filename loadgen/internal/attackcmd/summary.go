@@ -32,8 +32,10 @@ type Summary struct {
 	Bytes        int64            `json:"bytes"`
 	Scheduled    int64            `json:"scheduled,omitempty"`
 	Sent         int64            `json:"sent,omitempty"`
-	Missed       int64            `json:"missed,omitempty"` // open loop: due in the window, never sent
-	Capped       int64            `json:"capped,omitempty"` // open loop: sends that waited because max in flight was reached
+	Missed       int64            `json:"missed,omitempty"`   // open loop: due in the window, never sent
+	Capped       int64            `json:"capped,omitempty"`   // open loop: sends that waited because max in flight was reached
+	MaxRate      float64          `json:"max_rate,omitempty"` // -max-rate: the cap on the send rate, requests/s
+	Held         int64            `json:"held,omitempty"`     // sends the -max-rate cap held
 	LagP99S      float64          `json:"lag_p99_seconds,omitempty"`
 	WrongOrigin  int64            `json:"wrong_origin,omitempty"`
 	Codes        map[string]int64 `json:"codes"`
@@ -56,7 +58,7 @@ func summarize(o *options, r *attack.Result, warmStart time.Time, interrupted bo
 		Interrupted: interrupted, WarmupStart: warmStart, Start: r.Start, End: r.End, WindowS: r.Window(),
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes, Scheduled: r.Scheduled, Sent: r.Sent,
 		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: manifest.LatencyOf(r.Hist),
-		Missed: r.Missed, Capped: r.Capped, LagP99S: r.LagP99.Seconds(), Late: r.Late,
+		Missed: r.Missed, Capped: r.Capped, MaxRate: o.spec.MaxRate, Held: r.Held, LagP99S: r.LagP99.Seconds(), Late: r.Late,
 	}
 	for c, n := range r.Codes {
 		s.Codes[strconv.Itoa(c)] = n
@@ -162,8 +164,21 @@ func kv(m map[string]int64, open, close string) string {
 }
 
 type kneeJSON struct {
-	LastHeld float64    `json:"last_held_rps"`
-	Steps    []kneeStep `json:"steps"`
+	LastHeld float64 `json:"last_held_rps"`
+	// With -ceiling: the instrument's ceiling, and whether the knee is at or
+	// above manifest.CeilingFraction of it (then it is not the target's).
+	Ceiling       float64    `json:"ceiling_rps,omitempty"`
+	Invalid       bool       `json:"invalid,omitempty"`
+	InvalidReason string     `json:"invalid_reason,omitempty"`
+	Steps         []kneeStep `json:"steps"`
+}
+
+// kneeValidity judges the knee last against the -ceiling of o.
+func kneeValidity(o *options, last float64) (string, bool) {
+	if o.ceiling <= 0 {
+		return "", false
+	}
+	return (&manifest.Ceiling{RPS: o.ceiling}).Near("knee", last, manifest.CeilingFraction)
 }
 
 type kneeStep struct {
@@ -175,7 +190,8 @@ type kneeStep struct {
 
 func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) error {
 	if o.json {
-		out := kneeJSON{LastHeld: last}
+		out := kneeJSON{LastHeld: last, Ceiling: o.ceiling}
+		out.InvalidReason, out.Invalid = kneeValidity(o, last)
 		for _, s := range steps {
 			oo := *o
 			oo.rate = s.Rate
@@ -198,6 +214,12 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 			s.Result.Missed, s.Result.Capped, held)
 	}
 	tw.Flush()
-	_, err := fmt.Fprintf(w, "breaking point: last rate that held %g requests/s\n", last)
-	return err
+	if _, err := fmt.Fprintf(w, "breaking point: last rate that held %g requests/s\n", last); err != nil {
+		return err
+	}
+	if why, bad := kneeValidity(o, last); bad {
+		_, err := fmt.Fprintf(w, "invalid: %s\n", why)
+		return err
+	}
+	return nil
 }

@@ -45,6 +45,8 @@ var fields = []field{
 		get: func(p *Plan) string { return strconv.Itoa(p.Concurrency) }, set: intField(func(p *Plan) *int { return &p.Concurrency })},
 	{name: "rate", usage: "open loop `rate` in requests/s (0 = closed loop)",
 		get: func(p *Plan) string { return strconv.FormatFloat(p.Rate, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.Rate })},
+	{name: "max-rate", usage: "cap the loadgen's send `rate` at this many requests/s, closed and open loop, like JMeter's throughput timer (0 = no cap); the run's instrument ceiling is measured under it",
+		get: func(p *Plan) string { return strconv.FormatFloat(p.MaxRate, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.MaxRate })},
 	{name: "stages", usage: "ramp as `duration:target,...` pairs, e.g. 10s:100,30s:500",
 		get: func(p *Plan) string { return formatStages(p.Stages) }, set: func(p *Plan, s string) (err error) { p.Stages, err = ParseStages(s); return err }},
 	{name: "stage-kind", usage: "`what` -stages ramps: rate (open loop) or concurrency (closed loop)",
@@ -92,6 +94,8 @@ var fields = []field{
 			}
 			return nil
 		}},
+	{name: "ceiling-max-age", usage: "reuse a measurement of the instrument's ceiling (the loadgen against a trivial server under the same placement, same concurrency, cap and binary) up to this `age`; 0 = measure it in every run",
+		get: func(p *Plan) string { return p.CeilingMaxAge.String() }, set: durField(func(p *Plan) *Duration { return &p.CeilingMaxAge })},
 	{name: "slo-p99", usage: "p99 latency objective (`duration`), carried to the reporter",
 		get: func(p *Plan) string { return p.SLO.P99.String() }, set: durField(func(p *Plan) *Duration { return &p.SLO.P99 })},
 	{name: "slo-error-ratio", usage: "error `ratio` objective (0.01 = 1%), carried to the reporter",

@@ -41,6 +41,7 @@ type Plan struct {
 	Concurrency int      `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
 	Rate        float64  `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
 	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
+	MaxRate     float64  `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
 	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
 	Repeats     int      `yaml:"repeats" json:"repeats"`               //
 	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
@@ -62,6 +63,10 @@ type Plan struct {
 	// Placement is which CPUs each role gets (internal/placement); the
 	// runner resolves it for the host and checks the stack follows it.
 	Placement placement.Spec `yaml:"placement" json:"placement"`
+	// CeilingMaxAge is how old a cached measurement of the instrument's
+	// ceiling (loadgen/internal/ceiling) may be to be reused; 0 = measure
+	// it in every run.
+	CeilingMaxAge Duration `yaml:"ceiling_max_age" json:"ceiling_max_age"`
 
 	// Scenario settings (docs/scenarios.md).
 	AuthInvalid      float64  `yaml:"auth_invalid" json:"auth_invalid"`           // auth: share of traffic with a missing or wrong key
@@ -86,26 +91,27 @@ type SLO struct {
 // Finish fills from the clock.
 func Default() Plan {
 	return Plan{
-		Tier:        "quick",
-		Proxies:     stack.DefaultProxies(),
-		Origins:     stack.DefaultOrigins(),
-		Scenarios:   []string{"simple"},
-		Concurrency: 50,
-		StageKind:   load.KindRate,
-		Repeats:     1,
-		Order:       OrderInterleaved,
-		Control:     true,
-		Isolate:     true,
-		Warmup:      Duration(5 * time.Second),
-		Cooldown:    Duration(10 * time.Second),
-		Settle:      Duration(3 * time.Second),
-		Linger:      Duration(5 * time.Second),
-		Timeout:     Duration(10 * time.Second),
-		Preflight:   Duration(10 * time.Second),
-		Results:     "results",
-		MetricsAddr: "127.0.0.1:9500",
-		Project:     "proxybench",
-		SLO:         SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
+		Tier:          "quick",
+		Proxies:       stack.DefaultProxies(),
+		Origins:       stack.DefaultOrigins(),
+		Scenarios:     []string{"simple"},
+		Concurrency:   50,
+		StageKind:     load.KindRate,
+		Repeats:       1,
+		Order:         OrderInterleaved,
+		Control:       true,
+		Isolate:       true,
+		Warmup:        Duration(5 * time.Second),
+		Cooldown:      Duration(10 * time.Second),
+		Settle:        Duration(3 * time.Second),
+		Linger:        Duration(5 * time.Second),
+		Timeout:       Duration(10 * time.Second),
+		Preflight:     Duration(10 * time.Second),
+		CeilingMaxAge: Duration(30 * time.Minute),
+		Results:       "results",
+		MetricsAddr:   "127.0.0.1:9500",
+		Project:       "proxybench",
+		SLO:           SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
 
 		AuthInvalid:      0.1,
 		RateLimitOffered: 1.5 * scenario.RateLimitRPS,
@@ -175,6 +181,12 @@ func (p *Plan) Validate() error {
 	}
 	if p.Concurrency < 0 || p.Concurrency > 100000 {
 		bad("concurrency %d: use 1..100000", p.Concurrency)
+	}
+	if p.CeilingMaxAge < 0 {
+		bad("ceiling_max_age %v: use a duration >= 0 (0 = measure the instrument's ceiling in every run)", p.CeilingMaxAge)
+	}
+	if err := load.CheckMaxRate(p.MaxRate); err != nil {
+		bad("max_rate %g: the loadgen's cap on its send rate must be a finite number >= 0 requests/s (0 = none)", p.MaxRate)
 	}
 	if p.Rate < 0 || math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) {
 		bad("rate %g: must be a finite number >= 0 (0 = closed loop)", p.Rate)

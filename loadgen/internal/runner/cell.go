@@ -118,7 +118,7 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 	}
 	return attack.Spec{
 		URL: base + c.Path, Method: sc.Method, Body: sc.Body, Header: sc.Header.Clone(),
-		Load: c.Load, Timeout: time.Duration(r.Plan.Timeout),
+		Load: c.Load, Timeout: time.Duration(r.Plan.Timeout), MaxRate: r.Plan.MaxRate,
 		NewConnPerRequest: sc.NewConnPerRequest, ExpectOrigin: c.Origin,
 		Labels: attack.Labels{Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario},
 	}, nil

@@ -20,6 +20,7 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricsserver"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/progress"
@@ -43,7 +44,7 @@ const (
 
 // Main is `loadgen run`.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
-	return run(ctx, args, stdout, stderr, log, env{})
+	return run(ctx, args, stdout, stderr, log, env{ceiling: ceiling.Resolve})
 }
 
 // env is what tests replace: where the proxies are, how Docker is reached,
@@ -54,6 +55,9 @@ type env struct {
 	clock   Clock
 	display func(progress.Display) progress.Display
 	metrics net.Listener // when set, /metrics is served on it instead of -metrics-addr
+	// ceiling measures the instrument's ceiling (ceiling.Resolve); nil:
+	// the run has none (the tests' fake stacks).
+	ceiling func(context.Context, ceiling.Options) (*manifest.Ceiling, error)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, e env) int {
@@ -143,6 +147,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
 		Host: HostInfo(ctx), Self: self, Placement: pl,
+	}
+	if e.ceiling != nil {
+		r.Ceiling = func(ctx context.Context) (*manifest.Ceiling, error) {
+			return e.ceiling(ctx, ceilingOptions(x, pl, log))
+		}
 	}
 	log.Info("run", "id", p.Run, "cells", len(x.Cells), "takes_at_least", x.Estimate().Round(time.Second).String(),
 		"results", filepath.Join(p.Results, p.Run), "metrics", metricsAddr)

@@ -109,13 +109,14 @@ func joinEdges(specs []attack.Spec, on func(end bool, at time.Time)) (finish fun
 
 // splitSpec gives each variant its header and its share of the load
 // (load.Model.Share: at least one connection each, so a small share is
-// still sent).
+// still sent) and of the max rate cap.
 func splitSpec(s attack.Spec, vs []scenario.Variant) []attack.Spec {
 	out := make([]attack.Spec, len(vs))
 	for i, v := range vs {
 		x := s
 		x.Header = v.Header.Clone()
 		x.Load = s.Load.Share(v.Share)
+		x.MaxRate = s.MaxRate * v.Share // the variants share the cap as they share the load
 		out[i] = x
 	}
 	return out

@@ -92,6 +92,9 @@ type Runner struct {
 	// checks the stack follows it and pins the loadgen (placement.go).
 	// nil: neither.
 	Placement *placement.Placement
+	// Ceiling measures (or recalls) the instrument's own ceiling under the
+	// run's placement before the cells (ceiling.go); nil: none is recorded.
+	Ceiling func(context.Context) (*manifest.Ceiling, error)
 
 	m       *manifest.Manifest
 	dir     string
@@ -139,10 +142,14 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if err := writeAtomic(filepath.Join(r.dir, "plan.json"), append(planJSON, '\n')); err != nil {
 		return nil, err
 	}
+	var ceil *manifest.Ceiling
+	if r.Ceiling != nil {
+		ceil = r.ceiling(ctx)
+	}
 	now := r.Clock.Now()
 	r.m = &manifest.Manifest{
 		Schema: manifest.SchemaVersion, Run: p.Run, Status: "running", Started: now, Updated: now,
-		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Placement: placed, Cells: []manifest.Cell{},
+		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Placement: placed, Ceiling: ceil, Cells: []manifest.Cell{},
 	}
 	if err := r.save(); err != nil {
 		return nil, err

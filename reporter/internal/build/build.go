@@ -165,6 +165,10 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 		if mc := byID[c.ID]; mc != nil {
 			mergeManifest(c, mc)
 		}
+		c.CeilingRPS = report.NaN()
+		if man != nil && man.Ceiling != nil && man.Ceiling.RPS > 0 {
+			c.CeilingRPS = report.Num(man.Ceiling.RPS)
+		}
 		switch {
 		case c.PrometheusGap != nil:
 			gaps = append(gaps, c.ID)
@@ -439,6 +443,9 @@ func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
 func environment(ctx context.Context, cfg Config, r *report.Report, man *manifest.Manifest) report.Environment {
 	env := report.Environment{Host: map[string]string{}}
 	env.Placement, env.Isolation = placementEnv(man)
+	if man != nil {
+		env.Ceiling = man.Ceiling
+	}
 	// Every proxy's worker count (docs/parity.md): the placement's, or
 	// what the stack ran with before it had one.
 	workers := placement.NoneCPUs

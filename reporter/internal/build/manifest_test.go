@@ -16,6 +16,25 @@ import (
 	"proxybench/reporter/internal/report"
 )
 
+// reportWithoutPrometheus writes m into dir and builds its report with
+// Prometheus unreachable: the manifest alone.
+func reportWithoutPrometheus(t *testing.T, dir string, m *manifest.Manifest) *report.Report {
+	t.Helper()
+	if err := manifest.Write(filepath.Join(dir, "manifest.json"), m); err != nil {
+		t.Fatal(err)
+	}
+	url := closedURL(t)
+	c, err := promapi.New(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: m.Run, RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // closedURL is a real 127.0.0.1 port with nothing listening: the
 // "Prometheus unreachable" failure, produced for real.
 func closedURL(t *testing.T) string {
@@ -44,18 +63,7 @@ func TestBuildFromManifestWhenPrometheusUnreachable(t *testing.T) {
 			{Key: cellid.Key{ID: "nginx.fast.simple.quick.r2", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 2},
 				Start: start.Add(8 * time.Second), End: start.Add(13 * time.Second), Status: manifest.CellFailed, Reason: "proxy died"},
 		}}
-	if err := manifest.Write(filepath.Join(dir, "manifest.json"), m); err != nil {
-		t.Fatal(err)
-	}
-	url := closedURL(t)
-	c, err := promapi.New(url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Report(context.Background(), Config{Prom: c, PromURL: url, Run: "m1", RunDir: dir, Thresholds: report.DefaultThresholds, Now: time.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := reportWithoutPrometheus(t, dir, m)
 	if r.Sources.PrometheusOK || r.Sources.Discovery != "manifest" || len(r.Cells) != 2 {
 		t.Fatalf("sources %+v, %d cells", r.Sources, len(r.Cells))
 	}
@@ -249,5 +257,32 @@ func TestRichnessCountsGaps(t *testing.T) {
 	rebuilt.Cells[0].PrometheusGap, rebuilt.Cells[1].PrometheusGap = nil, nil
 	if n := RichnessOf(rebuilt); !n.PoorerThan(RichnessOf(old)) {
 		t.Errorf("rebuild without Prometheus %v should be poorer than %v", n, RichnessOf(old))
+	}
+}
+
+// The manifest's instrument ceiling reaches every cell and the report's
+// environment: a closed-loop cell at 91 % of it is instrument_ceiling.
+func TestBuildJudgesTheInstrumentCeiling(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: "m1", Status: "done", Started: start, Updated: start,
+		Host:    manifest.Host{Hostname: "lab", CPUs: 2},
+		Ceiling: &manifest.Ceiling{RPS: 1100, Concurrency: 50, Source: manifest.CeilingMeasured, MeasuredAt: start},
+		Cells: []manifest.Cell{{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1},
+			Start: start, End: start.Add(5 * time.Second), Status: manifest.CellOK, Requests: 5000, Codes: map[string]int64{"200": 5000}}}}
+	r := reportWithoutPrometheus(t, dir, m)
+	if r.Environment.Ceiling == nil || r.Environment.Ceiling.RPS != 1100 {
+		t.Errorf("environment ceiling %+v", r.Environment.Ceiling)
+	}
+	cell := r.Cells[0]
+	var reason string
+	for _, f := range cell.Validity.Flags {
+		if f.Code == report.FlagCeiling {
+			reason = f.Reason
+		}
+	}
+	if float64(cell.CeilingRPS) != 1100 || cell.Validity.Verdict != report.Invalid || !strings.Contains(reason, "1000 req/s is 91 %") {
+		t.Errorf("cell ceiling %v, validity %+v: want instrument_ceiling at 91 %%", cell.CeilingRPS, cell.Validity)
 	}
 }

@@ -112,8 +112,12 @@ type Cell struct {
 	DurationS     Num        `json:"duration_seconds"`
 	Concurrency   int        `json:"concurrency"`
 	TargetRateRPS Num        `json:"target_rate_rps"` // 0 = closed loop
-	Failed        bool       `json:"failed"`          // the loadgen marked the cell failed or aborted
-	ServerSide    bool       `json:"server_side"`     // Prometheus holds traffic series for this window
+	// CeilingRPS is the run's instrument ceiling (manifest.Ceiling): what
+	// the loadgen reaches against a trivial server under the same
+	// placement; null when the manifest has none.
+	CeilingRPS Num  `json:"instrument_ceiling_rps"`
+	Failed     bool `json:"failed"`      // the loadgen marked the cell failed or aborted
+	ServerSide bool `json:"server_side"` // Prometheus holds traffic series for this window
 
 	// Counts over the planned window: completions after its end are late
 	// and counted apart (Late*), never here.
@@ -311,6 +315,9 @@ type Environment struct {
 	// Placement is the run's CPU placement, planned and measured
 	// (placement.go); nil when the manifest has none.
 	Placement *Placement `json:"placement,omitempty"`
+	// Ceiling is the instrument's own ceiling the cells are judged against
+	// (instrument_ceiling); nil when the manifest has none.
+	Ceiling *manifest.Ceiling `json:"instrument_ceiling,omitempty"`
 	// Isolation states what pausing the other proxies isolates and what
 	// it does not.
 	Isolation Isolation `json:"isolation"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/scenario"
 )
@@ -36,6 +37,7 @@ const (
 	FlagLittle           = "littles_law"
 	FlagMissing          = "missing_metrics"
 	FlagContended        = "contended"
+	FlagCeiling          = "instrument_ceiling"
 )
 
 // Validity is a cell's verdict and every reason for it.
@@ -70,6 +72,7 @@ type Thresholds struct {
 	MinScrapes             int     `json:"min_scrapes"`
 	LittleTolerance        float64 `json:"littles_law_tolerance"` // relative
 	LittleMinInFlight      float64 `json:"littles_law_min_in_flight"`
+	CeilingFraction        float64 `json:"instrument_ceiling_fraction"` // closed-loop goodput or open-loop offered rate / the run's instrument ceiling at or above: instrument_ceiling
 	ContentionThresholds           // contended (contention.go)
 }
 
@@ -91,6 +94,7 @@ var DefaultThresholds = Thresholds{
 	MinScrapes:             3,
 	LittleTolerance:        0.10,
 	LittleMinInFlight:      1,
+	CeilingFraction:        manifest.CeilingFraction,
 	ContentionThresholds:   DefaultContention,
 }
 
@@ -124,6 +128,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		}
 	}
 	judgeLoadgen(c, th, add)
+	judgeCeiling(c, th, add)
 	judgeContention(c, th.ContentionThresholds, add)
 	if c.ErrorRatio.Known() && float64(c.ErrorRatio) > th.ErrorRatio {
 		add(FlagErrors, Invalid, "error ratio %.2f %% > %.2f %% (%s)", 100*float64(c.ErrorRatio), 100*th.ErrorRatio, errorBreakdown(c))
@@ -325,6 +330,28 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 	if capped {
 		add(FlagSUTSaturated, Suspect, "max in flight (%d) was reached for %.1f %% of sends (%d of %d, > %s): the proxy could not take the offered rate; latency includes the wait (coordinated omission corrected)",
 			c.Concurrency, 100*float64(c.Capped)/float64(c.Sent), int64(c.Capped), c.Sent, Pct(th.CappedShare))
+	}
+}
+
+// judgeCeiling holds a cell's saturation claim against the instrument's own
+// ceiling (the loadgen against a trivial server under the same placement,
+// manifest.Ceiling): a closed loop's goodput is the most it got, an open
+// loop's offered rate what it claims the proxy took; at or above
+// CeilingFraction of the ceiling the instrument may be the limit.
+func judgeCeiling(c *Cell, th Thresholds, add func(code, sev, format string, a ...any)) {
+	if !c.CeilingRPS.Known() || c.CeilingRPS <= 0 {
+		return
+	}
+	ceil := &manifest.Ceiling{RPS: float64(c.CeilingRPS)}
+	what, rps := "closed-loop goodput", c.GoodputRPS
+	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 {
+		what, rps = "open-loop offered rate", c.TargetRateRPS
+	}
+	if !rps.Known() {
+		return
+	}
+	if why, near := ceil.Near(what, float64(rps), th.CeilingFraction); near {
+		add(FlagCeiling, Invalid, "%s", why)
 	}
 }
 

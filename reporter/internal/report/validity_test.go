@@ -67,6 +67,14 @@ func TestJudge(t *testing.T) {
 		// A stage cell's target is its schedule's average.
 		{"stages short of the average", func(c *Cell) { c.TargetRateRPS = 1060 }, false, Invalid, FlagLoadgenBound},
 		{"late does not inflate rps", func(c *Cell) { c.Late = 5000; Classify(c) }, false, Valid, ""},
+		// A closed loop's goodput (1000 req/s) is a saturation claim: at 80
+		// % of the instrument's ceiling or above, the loadgen may be the limit.
+		{"closed loop at the ceiling", func(c *Cell) { c.CeilingRPS = 1250 }, false, Invalid, FlagCeiling},
+		{"closed loop under the ceiling", func(c *Cell) { c.CeilingRPS = 1251 }, false, Valid, ""},
+		{"no ceiling measured", func(c *Cell) { c.CeilingRPS = NaN() }, false, Valid, ""},
+		// An open loop's claim is its offered rate.
+		{"open loop offered at the ceiling", func(c *Cell) { c.TargetRateRPS, c.CeilingRPS = 1040, 1300 }, false, Invalid, FlagCeiling},
+		{"open loop offered under the ceiling", func(c *Cell) { c.TargetRateRPS, c.CeilingRPS = 1040, 1301 }, false, Valid, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,6 +139,18 @@ func TestJudgeReasons(t *testing.T) {
 	Classify(&c)
 	if float64(c.RPS) != 1000 || float64(c.LateShare) != 0.2 {
 		t.Errorf("rps %v late share %v, want 1000 and 0.2", c.RPS, c.LateShare)
+	}
+}
+
+// The instrument_ceiling reason names both numbers and the share.
+func TestJudgeCeilingReason(t *testing.T) {
+	t.Parallel()
+	c := baseCell()
+	c.CeilingRPS = 1150
+	Judge(&c, DefaultThresholds, false)
+	want := "closed-loop goodput 1000 req/s is 87 % of the loadgen's own ceiling 1150 req/s against a trivial server under the same placement: the instrument, not the proxy, may be the limit"
+	if len(c.Validity.Flags) != 1 || c.Validity.Flags[0].Reason != want {
+		t.Errorf("flags %+v, want one instrument_ceiling: %s", c.Validity.Flags, want)
 	}
 }
 

@@ -1,12 +1,23 @@
-package main
+// Package fastserver is the "fast" origin's server: the contract of
+// origins/README.md served by a hand-rolled HTTP/1.1 server over net.Conn.
+// It exists so that the origin is never the bottleneck when a proxy is
+// measured: one goroutine and two fixed buffers per connection, keep-alive
+// and pipelining, and no allocation per request on GET /. Command fast
+// serves it as the lab's origin; the loadgen serves it as the trivial
+// server its own ceiling is measured against.
+package fastserver
 
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"proxybench/origins/internal/contract"
@@ -26,6 +37,35 @@ const (
 	// connection alive; beyond it the connection is closed instead.
 	maxDiscard = 256 << 10
 )
+
+// Serve answers the connections of ln as the origin called name until ctx
+// ends (then it returns nil) or accepting fails.
+func Serve(ctx context.Context, ln net.Listener, name string, log *slog.Logger) error {
+	s := newServer(name, time.Now)
+	go s.keepClock(ctx, time.Second)
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: back off instead of spinning; the
+				// connections being served will free some.
+				log.Warn("accept", "err", err)
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		go s.serveConn(c)
+	}
+}
 
 // server holds what all connections share.
 type server struct {

@@ -1,0 +1,267 @@
+package study
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"proxybench/internal/manifest"
+	"proxybench/internal/studydata"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/ceiling"
+)
+
+func init() { register("ceiling", runCeiling) }
+
+// The ceiling study's variants.
+const (
+	ceilingUncapped = "uncapped"
+	ceilingCapped   = "capped"
+)
+
+// ceilingTarget is the lab's nginx → fast origin route on the running stack.
+const ceilingTarget = "http://127.0.0.1:8882/fast/"
+
+// ceilingScale is how long each part of one sample runs.
+type ceilingScale struct {
+	conns               int           // the ceiling's and the probe's closed loop: the lab's default concurrency
+	ceilWarmup, ceilWin time.Duration // the ceiling's warm-up and window
+	probe               time.Duration // the closed-loop probe of the proxy that sizes the uncapped knee's steps
+	kneeWarmup          time.Duration // the knee search's warm-up
+	kneeStep            time.Duration // each knee step's duration
+	uncappedStep        float64       // uncapped knee steps, a share of the probe's rate
+	uncappedTop         float64       // the uncapped search stops at this multiple of the probe's rate
+	cappedStep          float64       // capped knee steps, a share of the cap
+	capShare            float64       // the cap, a share of the uncapped knee (the proxy's own limit)
+	kneeP99             time.Duration // a step breaks when its p99 exceeds this
+	kneeMaxErrs         float64
+	kneeMaxInFlight     int
+}
+
+func ceilingScaleOf(e *Env) ceilingScale {
+	s := ceilingScale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second, probe: 2 * time.Second,
+		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.025, uncappedTop: 3, cappedStep: 0.15, capShare: 0.5,
+		kneeP99: 200 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000}
+	if e.Tiny() {
+		s.ceilWarmup, s.ceilWin, s.probe = 300*time.Millisecond, time.Second, time.Second
+		s.kneeWarmup, s.kneeStep = 500*time.Millisecond, time.Second
+		s.uncappedStep, s.cappedStep = 0.1, 0.3
+	}
+	return s
+}
+
+// runCeiling reproduces the lesson of a saturation campaign whose "saturation"
+// was its load generator's default throughput limit: for each variant it
+// measures the loadgen's own ceiling against a trivial server under the same
+// placement, then searches the knee of a real proxy, and judges the knee
+// against the ceiling. Under a cap below the proxy's own limit the knee found
+// is the cap, and the judgement recognises it as the instrument's.
+func runCeiling(ctx context.Context, e *Env) error {
+	sc := ceilingScaleOf(e)
+	repeats := e.RepeatsOr(3)
+	if e.Tiny() {
+		repeats = e.RepeatsOr(1)
+	}
+	pl := e.Placement
+	r := e.Record()
+	r.Title = "The instrument's ceiling: a knee at the load generator's own limit is not the proxy's"
+	r.Question = "Does a configured rate cap in the load generator (the analogue of a default throughput limit) show up as the proxy's saturation point, and does judging the knee against the instrument's ceiling catch it?"
+	r.Method = []string{
+		fmt.Sprintf("Ceiling: the loadgen (pinned to CPUs %s) drives a trivial server (origins/fast's server, package fastserver, as a process of its own pinned to the proxy's CPUs %s with GOMAXPROCS %d, where the proxy runs) closed loop with %d connections for %v after a %v warm-up (excluded); the ceiling is the window's req/s. The same measurement as `loadgen run` records in every manifest, measured fresh for every sample (no cache).",
+			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), sc.conns, sc.ceilWin, sc.ceilWarmup),
+		fmt.Sprintf("Knee: `loadgen attack -knee` against the lab's nginx → fast route (%s, the running stack): open-loop steps of %v (the first after a %v warm-up at the start rate, excluded), at most %d in flight; a step breaks when its p99 exceeds %v, its error ratio %.0f %% or fewer than 99 %% of its scheduled sends went out; the knee is the last rate that held.",
+			ceilingTarget, sc.kneeStep, sc.kneeWarmup, sc.kneeMaxInFlight, sc.kneeP99, 100*sc.kneeMaxErrs),
+		fmt.Sprintf("Uncapped: a %v closed-loop probe of the route with %d connections (no warm-up) gives the proxy's rate G; the knee steps are %g %% of G, from that rate up to %g x G.", sc.probe, sc.conns, 100*sc.uncappedStep, sc.uncappedTop),
+		fmt.Sprintf("Capped: -max-rate set to %.0f %% of the same repeat's uncapped knee (the proxy's own limit; %.0f %% of G when no uncapped step held), so the cap is below what the proxy can take, like a load generator's default throughput limit below the system's capacity; the ceiling is measured again under the cap, then the knee in steps of %.0f %% of the cap up to 2 x the cap.",
+			100*sc.capShare, 100*sc.capShare, 100*sc.cappedStep),
+		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling is invalid, the instrument's limit rather than the proxy's (manifest.Ceiling.Near, as the reporter's instrument_ceiling flag and `loadgen attack -knee -ceiling`).", 100*manifest.CeilingFraction),
+		fmt.Sprintf("Order: %d repeat(s), interleaved: uncapped then capped in every repeat (the cap comes from the repeat's uncapped knee).", repeats),
+	}
+	r.Metrics = []studydata.Metric{
+		{Name: "ceiling_rps", Label: "instrument ceiling", Unit: "req/s", Better: "higher"},
+		{Name: "knee_rps", Label: "knee (last rate that held)", Unit: "req/s", Better: "higher"},
+		{Name: "knee_to_ceiling", Label: "knee / ceiling", Unit: "ratio"},
+		{Name: "max_rate_rps", Label: "loadgen -max-rate cap (0 = none)", Unit: "req/s"},
+		{Name: "probe_rps", Label: "closed-loop probe of the proxy (uncapped)", Unit: "req/s"},
+		{Name: "knee_invalid", Label: "knee judged the instrument's (1 = invalid)", Unit: "bool"},
+	}
+	r.Groups = []studydata.Group{{Name: "", Label: "nginx → fast, " + pl.Summary()}}
+	r.Variants = []studydata.Variant{
+		{Name: ceilingUncapped, Label: "uncapped loadgen", Detail: "no -max-rate: the loadgen's own engine limit only"},
+		{Name: ceilingCapped, Label: "capped loadgen (-max-rate)", Detail: fmt.Sprintf("-max-rate = %.0f %% of the repeat's uncapped knee: a configured throughput limit below the proxy's capacity", 100*sc.capShare)},
+	}
+	r.Baseline = ceilingUncapped
+	r.Original = []studydata.Reference{{Variant: ceilingCapped, Metric: "knee_rps", Value: 5000, Unit: "req/s",
+		Note: "the original lab's saturation campaign was invalidated: its load generator had a default throughput limit of 5,000 req/s, so the \"saturation\" it measured was the instrument's own ceiling"}}
+	r.Notes = []string{
+		"A capped closed loop runs a goroutine per connection (the epoll event loop has no hold); the uncapped ceiling runs on the event loop, as `loadgen run`'s closed loops do.",
+		"In open loop a send the cap holds counts its latency from its intended send time (coordinated omission corrected), so a step above the cap breaks on sends it could not make in its window or on p99.",
+	}
+	if err := e.Save(); err != nil {
+		return err
+	}
+	if err := WaitHTTP(ctx, ceilingTarget, 30*time.Second); err != nil {
+		return fmt.Errorf("the stack's nginx → fast route %s: %w (start the stack: scripts/stack.sh up)", ceilingTarget, err)
+	}
+
+	order := 0
+	var caps, cappedCeil, uncappedCeil, cappedRatio []float64
+	var uncappedRatio []float64
+	cappedInvalid, uncappedValid := 0, 0
+	for rep := 1; rep <= repeats && ctx.Err() == nil; rep++ {
+		var uncappedKnee, probe float64
+		for _, v := range []string{ceilingUncapped, ceilingCapped} {
+			order++
+			s := studydata.Sample{Variant: v, Repeat: rep, Order: order, Start: time.Now().UTC(), Values: map[string]float64{}}
+			maxRate := 0.0
+			if v == ceilingCapped {
+				base := uncappedKnee
+				if base <= 0 {
+					base = probe
+				}
+				maxRate = math.Round(sc.capShare * base)
+			}
+			c, knee, g, why, err := ceilingSample(ctx, e, sc, maxRate)
+			s.End = time.Now().UTC()
+			if err != nil {
+				s.Error = err.Error()
+				if aerr := e.Add(s); aerr != nil {
+					return aerr
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				continue
+			}
+			reason, invalid := c.Near("knee", knee, manifest.CeilingFraction)
+			s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid)}
+			if maxRate == 0 {
+				s.Values["probe_rps"] = g
+			}
+			if err := e.Add(s); err != nil {
+				return err
+			}
+			e.Log.Info("ceiling sample", "variant", v, "repeat", rep, "ceiling_rps", int64(c.RPS), "knee_rps", knee, "max_rate", maxRate,
+				"invalid", invalid, "reason", reason, "knee_broke", why)
+			switch v {
+			case ceilingUncapped:
+				uncappedKnee, probe = knee, g
+				uncappedCeil, uncappedRatio = append(uncappedCeil, c.RPS), append(uncappedRatio, knee/c.RPS)
+				if !invalid {
+					uncappedValid++
+				}
+			case ceilingCapped:
+				caps, cappedCeil, cappedRatio = append(caps, maxRate), append(cappedCeil, c.RPS), append(cappedRatio, knee/c.RPS)
+				if invalid {
+					cappedInvalid++
+				}
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(caps) == 0 {
+		return fmt.Errorf("no capped sample was measured: see the samples' errors")
+	}
+	worst := 0.0
+	for i := range caps {
+		worst = max(worst, math.Abs(cappedCeil[i]/caps[i]-1))
+	}
+	if err := e.AddCheck("capped ceiling is the cap", worst <= 0.05,
+		"the ceiling measured under -max-rate is within %.1f %% of the cap in every capped sample (caps %s req/s, ceilings %s req/s; tolerance 5 %%)",
+		100*worst, fmtList(caps), fmtList(cappedCeil)); err != nil {
+		return err
+	}
+	above := true
+	for i := range caps {
+		above = above && i < len(uncappedCeil) && uncappedCeil[i] >= 1.5*caps[i]
+	}
+	if err := e.AddCheck("uncapped ceiling above the cap", above,
+		"the uncapped ceiling is at least 1.5 x the cap in every repeat (uncapped %s req/s, caps %s req/s)", fmtList(uncappedCeil), fmtList(caps)); err != nil {
+		return err
+	}
+	if err := e.AddCheck("capped knee recognised as the instrument's", cappedInvalid == len(caps),
+		"%d of %d capped knees are at or above %.0f %% of the capped ceiling and judged invalid (knee / ceiling %s)",
+		cappedInvalid, len(caps), 100*manifest.CeilingFraction, fmtList(cappedRatio)); err != nil {
+		return err
+	}
+	// Judged on its own numbers: the same rule, which here finds the
+	// proxy's limit below the instrument's (a failure would be a true
+	// finding: the lab's instrument too close to its ceiling for nginx).
+	return e.AddCheck("uncapped knee judged on its own numbers", uncappedValid == len(uncappedCeil),
+		"%d of %d uncapped knees are below %.0f %% of the uncapped ceiling and stand as the proxy's (knee / ceiling %s)",
+		uncappedValid, len(uncappedCeil), 100*manifest.CeilingFraction, fmtList(uncappedRatio))
+}
+
+// ceilingSample measures one variant: the ceiling under maxRate, then the
+// knee of the stack's nginx → fast under the same cap; uncapped (maxRate 0)
+// a closed-loop probe of the route first sizes the knee's steps (g, its
+// rate). why is why the knee search stopped.
+func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64) (c *manifest.Ceiling, knee, g float64, why string, err error) {
+	pl := e.Placement
+	c, err = ceiling.Measure(ctx, ceiling.Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
+		Concurrency: sc.conns, MaxRate: maxRate, Warmup: sc.ceilWarmup, Window: sc.ceilWin, Log: e.Log})
+	if err != nil {
+		return nil, 0, 0, "", err
+	}
+	var step, top float64
+	if maxRate > 0 {
+		step, top = sc.cappedStep*maxRate, 2*maxRate
+	} else {
+		res, err := Measure(ctx, Load{URL: ceilingTarget, Conns: sc.conns, Duration: sc.probe})
+		if err != nil {
+			return nil, 0, 0, "", fmt.Errorf("probe of %s: %w", ceilingTarget, err)
+		}
+		if g = res.RPS(); g <= 0 {
+			return nil, 0, 0, "", fmt.Errorf("probe of %s: no response in %v (%d errors)", ceilingTarget, sc.probe, res.Errors)
+		}
+		step, top = sc.uncappedStep*g, sc.uncappedTop*g
+	}
+	step = math.Max(1, math.Round(step))
+	a := attack.New(attack.NewMetrics(prometheus.NewRegistry()))
+	s := attack.Spec{URL: ceilingTarget, MaxRate: maxRate, ExpectOrigin: "fast", Timeout: attack.DefaultTimeout,
+		Labels: attack.Labels{Proxy: "nginx", Origin: "fast", Scenario: "study"}}
+	last, steps, err := a.Knee(ctx, s, attack.KneeOptions{StartRate: step, Step: step, MaxRate: top, StepDuration: sc.kneeStep,
+		MaxInFlight: sc.kneeMaxInFlight, Warmup: sc.kneeWarmup, P99: sc.kneeP99, MaxErrorRatio: sc.kneeMaxErrs}, nil)
+	if err != nil {
+		return nil, 0, 0, "", fmt.Errorf("knee search against %s: %w", ceilingTarget, err)
+	}
+	why = "every step held"
+	if n := len(steps); n > 0 && !steps[n-1].Held {
+		why = fmt.Sprintf("%g req/s: %s", steps[n-1].Rate, steps[n-1].Why)
+	}
+	return c, last, g, why, nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func fmtList(xs []float64) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += ", "
+		}
+		if x < 10 {
+			out += fmt.Sprintf("%.2f", x)
+		} else {
+			out += fmt.Sprintf("%.0f", x)
+		}
+	}
+	return out
+}
+
+func cpuList(s string) string {
+	if s == "" {
+		return "all"
+	}
+	return s
+}
