@@ -12,11 +12,15 @@ import (
 // with the loadgen pinned as in the run. A saturation claim near it is the
 // instrument's limit, not the proxy's (CeilingFraction).
 type Ceiling struct {
-	RPS         float64   `json:"rps"`
-	Concurrency int       `json:"concurrency"`
-	MaxRate     float64   `json:"max_rate,omitempty"` // the loadgen's -max-rate cap, req/s; 0 = none
-	Engine      string    `json:"engine"`             // the loadgen's engine: evloop, netpoll, net-http
-	WindowS     float64   `json:"window_s"`
+	RPS         float64 `json:"rps"`
+	Concurrency int     `json:"concurrency"`
+	MaxRate     float64 `json:"max_rate,omitempty"` // the loadgen's -max-rate cap, req/s; 0 = none
+	Engine      string  `json:"engine"`             // the loadgen's engine: evloop, netpoll, net-http
+	WindowS     float64 `json:"window_s"`
+	// WindowRPS is each of the windows measured back to back; RPS is the
+	// best of them (the ceiling is the most the instrument can do, and a
+	// burst of CPU steal lowers one window, not the instrument).
+	WindowRPS   []float64 `json:"window_rps,omitempty"`
 	MeasuredAt  time.Time `json:"measured_at"`
 	Source      string    `json:"source"`       // CeilingMeasured or CeilingCached
 	ServerCPUs  string    `json:"server_cpus"`  // the trivial server's CPU list ("" = every CPU)
