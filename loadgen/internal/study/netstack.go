@@ -277,7 +277,7 @@ func netstack(ctx context.Context, e *Env) error {
 	if err := nsVersionCheck(ctx, e, bin, nsContainerName+nsHost); err != nil {
 		return err
 	}
-	bridgeProxy, err := nsModeChecks(ctx, e, servers, proxy, workers)
+	dockerProxy, bridgeProxy, err := nsModeChecks(ctx, e, servers, proxy, workers)
 	if err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ func netstack(ctx context.Context, e *Env) error {
 	}
 
 	// The samples.
-	bridgeRatios := []float64{}
+	bridgeRatios, proxyCPU := []float64{}, []float64{}
 	worstRate, worstDone, errorsSeen := 0.0, 0.0, []string{}
 	for rep := 1; rep <= repeats; rep++ {
 		for _, m := range nsOrder(rep) {
@@ -336,6 +336,7 @@ func netstack(ctx context.Context, e *Env) error {
 			}
 			cpu0, _ := nsProcCPU(s.Pid)
 			rx0, _ := nsRxPackets(s.Pid, "eth0")
+			dp0, dperr := nsProcCPU(dockerProxy)
 			start := time.Now().UTC()
 			res, err := Measure(ctx, Load{URL: s.URL, Rate: rate, Duration: sc.Dur})
 			end := time.Now().UTC()
@@ -349,6 +350,7 @@ func netstack(ctx context.Context, e *Env) error {
 			}
 			cpu1, cerr := nsProcCPU(s.Pid)
 			rx1, _ := nsRxPackets(s.Pid, "eth0")
+			dp1, dperr1 := nsProcCPU(dockerProxy)
 			v := LatencyValues(res)
 			v[nsOfferedMetric] = rate
 			if w := res.Window(); w > 0 {
@@ -360,6 +362,9 @@ func netstack(ctx context.Context, e *Env) error {
 			}
 			if m == nsBridge && done > 0 {
 				bridgeRatios = append(bridgeRatios, float64(rx1-rx0)/float64(done))
+				if dockerProxy > 0 && dperr == nil && dperr1 == nil {
+					proxyCPU = append(proxyCPU, float64(dp1-dp0)/float64(time.Microsecond)/float64(done))
+				}
 			}
 			if d := math.Abs(v[nsSentMetric]/rate - 1); d > worstRate {
 				worstRate = d
@@ -387,8 +392,9 @@ func netstack(ctx context.Context, e *Env) error {
 		minRatio = 0
 	}
 	_ = e.AddCheck("bridge traffic crossed the bridge", minRatio >= 0.9 && len(bridgeRatios) > 0,
-		"eth0 of the bridge container's netns received at least %.2f packets per request over %d samples (every window, by /proc/<pid>/net/dev; want >= 0.90); %s",
-		minRatio, len(bridgeRatios), bridgeProxy)
+		"eth0 of the bridge container's netns received at least %.2f packets per request over %d samples (every window, by /proc/<pid>/net/dev; want >= 0.90); %s; "+
+			"docker-proxy's CPU per request over the bridge windows: %s",
+		minRatio, len(bridgeRatios), bridgeProxy, nsMicros(proxyCPU))
 	_ = e.AddCheck("0 errors", len(errorsSeen) == 0 && n > 0, "samples %d; transport errors or non-200 answers: %s", n, nsListOrNone(errorsSeen))
 	_ = e.AddCheck("achieved rate", worstRate <= 0.01 && n > 0,
 		"asked %.0f req/s; the rate sent in the window off by at most %.3f %% (want <= 1 %%) over %d samples; "+
@@ -593,12 +599,12 @@ func nsVersionCheck(ctx context.Context, e *Env, bin, container string) error {
 }
 
 // nsModeChecks records that the modes really differ: netns and cgroup of
-// each master, pinning and worker count, no quota. It returns a line about
-// the bridge's docker-proxy.
-func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, proxy placement.CPUSet, workers int) (string, error) {
+// each master, pinning and worker count, no quota. It returns the bridge's
+// docker-proxy pid (0 when none) and a line about it.
+func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, proxy placement.CPUSet, workers int) (dockerProxy int, line string, err error) {
 	selfNS, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
-		return "", fmt.Errorf("netstack: read the host's netns: %w", err)
+		return 0, "", fmt.Errorf("netstack: read the host's netns: %w", err)
 	}
 	online, _ := placement.Online()
 	wantCPUs := proxy
@@ -614,11 +620,11 @@ func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, pro
 		s := servers[m]
 		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", s.Pid))
 		if err != nil {
-			return "", fmt.Errorf("netstack: %s nginx pid %d: %w", m, s.Pid, err)
+			return 0, "", fmt.Errorf("netstack: %s nginx pid %d: %w", m, s.Pid, err)
 		}
 		g, err := cgroup.Of(s.Pid)
 		if err != nil {
-			return "", fmt.Errorf("netstack: %s nginx: %w", m, err)
+			return 0, "", fmt.Errorf("netstack: %s nginx: %w", m, err)
 		}
 		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", s.Pid))
 		got[m] = info{ns: ns, cg: g.Path, inDocker: nsInContainerCgroup(string(raw))}
@@ -673,12 +679,12 @@ func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, pro
 
 	// The bridge's path: docker-proxy for the published port.
 	dp := nsDockerProxy(servers[nsBridge].Port)
-	line := fmt.Sprintf("docker-proxy for 127.0.0.1:%d: none found", servers[nsBridge].Port)
+	line = fmt.Sprintf("docker-proxy for 127.0.0.1:%d: none found", servers[nsBridge].Port)
 	if dp > 0 {
 		l, _ := nsAllowed(dp)
 		line = fmt.Sprintf("docker-proxy pid %d serves 127.0.0.1:%d (may run on CPUs %s)", dp, servers[nsBridge].Port, l)
 	}
-	return line, ctx.Err()
+	return dp, line, ctx.Err()
 }
 
 // nsInContainerCgroup reports whether a /proc/<pid>/cgroup text names a
@@ -742,8 +748,12 @@ func nsAllowed(pid int) (string, error) {
 // every Linux ABI Go supports).
 const clockTick = 100
 
-// nsProcCPU is the CPU time of nginx master pid and its workers.
+// nsProcCPU is the CPU time of process pid and its children (an nginx
+// master and its workers).
 func nsProcCPU(pid int) (time.Duration, error) {
+	if pid <= 0 {
+		return 0, fmt.Errorf("no process (pid %d)", pid)
+	}
 	var ticks int64
 	for _, p := range append([]int{pid}, nsChildren(pid)...) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
@@ -827,6 +837,15 @@ func nsBadResponses(r *attack.Result) string {
 	}
 	slices.Sort(bad)
 	return strings.Join(bad, ", ")
+}
+
+// nsMicros lists per-sample µs values, "none" when there are none.
+func nsMicros(v []float64) string {
+	var out []string
+	for _, x := range v {
+		out = append(out, fmt.Sprintf("%.1f µs", x))
+	}
+	return nsListOrNone(out)
 }
 
 func nsListOrNone(s []string) string {
