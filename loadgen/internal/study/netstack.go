@@ -55,7 +55,7 @@ const (
 	// left docker-proxy refusing every connection for the rest of the run
 	// (up to 20,000 fds for 10,000 connections, its open-files limit): an
 	// artifact of the loadgen, not a cost of the network stack.
-	nsMaxInFlight   = 256
+	nsMaxInFlight   = 1000
 	nsDefaultImage  = "nginx:1.22.1" // compose's default when images.env names none
 	nsContainerName = "proxybench-study-netstack-"
 	nsStateDirName  = "proxybench-study-netstack"
