@@ -62,6 +62,7 @@ const (
 	nsOfferedMetric = "offered_rps"
 	nsSentMetric    = "sent_rps"
 	nsCPUMetric     = "nginx_cpu_us_per_req"
+	nsLagMetric     = "lag_p99_us"
 )
 
 // nsScale is the study's timing at one scale.
@@ -177,7 +178,8 @@ func netstack(ctx context.Context, e *Env) error {
 	r.Metrics = append(slices.Clone(LatencyMetrics),
 		studydata.Metric{Name: nsOfferedMetric, Label: "asked rate", Unit: "req/s"},
 		studydata.Metric{Name: nsSentMetric, Label: "sent", Unit: "req/s"},
-		studydata.Metric{Name: nsCPUMetric, Label: "nginx CPU per request", Unit: "µs", Better: "lower"})
+		studydata.Metric{Name: nsCPUMetric, Label: "nginx CPU per request", Unit: "µs", Better: "lower"},
+		studydata.Metric{Name: nsLagMetric, Label: "loadgen send lag p99", Unit: "µs"})
 	r.Groups = []studydata.Group{{Name: "", Label: "open loop, fixed rate"}}
 	r.Baseline = nsBare
 	r.Original = nsOriginal()
@@ -320,7 +322,8 @@ func netstack(ctx context.Context, e *Env) error {
 		fmt.Sprintf("Each sample: %s of warm-up at the rate (excluded), then a %s window; %d repeats, the three modes interleaved in each repeat, the order rotated per repeat "+
 			"(repeat 1 bare, hostnet, bridge; repeat 2 hostnet, bridge, bare; repeat 3 bridge, bare, hostnet; and again). The three nginx run for the whole study, idle when not measured.",
 			sc.Warm, sc.Dur, repeats),
-		"Latency: the loadgen's HdrHistogram (1 µs resolution) of the window's responses; sent: the requests the open loop sent in the window per second (the achieved rate); rps: those completed inside it; nginx CPU per request: the utime+stime of the master and its workers (/proc/<pid>/stat) over the window, per completed request.",
+		"Latency: the loadgen's HdrHistogram (1 µs resolution) of the window's responses; sent: the requests the open loop sent in the window per second (the achieved rate); rps: those completed inside it; nginx CPU per request: the utime+stime of the master and its workers (/proc/<pid>/stat) over the window, per completed request; "+
+			"loadgen send lag p99: how late the loadgen itself sent (its timer and CPU), high when the loadgen's CPU was taken.",
 	}
 	r.Notes = []string{
 		fmt.Sprintf("The bridge mode's traffic to 127.0.0.1 goes through docker-proxy (Docker's userland proxy: the nat OUTPUT rule excludes 127.0.0.0/8), a host process on any CPU; its own CPU is not in the nginx CPU metric. %s", bridgeProxy),
@@ -363,6 +366,7 @@ func netstack(ctx context.Context, e *Env) error {
 			dp1, dperr1 := nsProcCPU(dockerProxy)
 			v := LatencyValues(res)
 			v[nsOfferedMetric] = rate
+			v[nsLagMetric] = float64(res.LagP99) / float64(time.Microsecond)
 			if w := res.Window(); w > 0 {
 				v[nsSentMetric] = float64(res.Sent) / w
 			}
