@@ -322,7 +322,7 @@ func netstack(ctx context.Context, e *Env) error {
 		fmt.Sprintf("Each sample: %s of warm-up at the rate (excluded), then a %s window; %d repeats, the three modes interleaved in each repeat, the order rotated per repeat "+
 			"(repeat 1 bare, hostnet, bridge; repeat 2 hostnet, bridge, bare; repeat 3 bridge, bare, hostnet; and again). The three nginx run for the whole study, idle when not measured.",
 			sc.Warm, sc.Dur, repeats),
-		"Latency: the loadgen's HdrHistogram (1 µs resolution) of the window's responses; sent: the requests the open loop sent in the window per second (the achieved rate); rps: those completed inside it; nginx CPU per request: the utime+stime of the master and its workers (/proc/<pid>/stat) over the window, per completed request; "+
+		"Latency: the loadgen's HdrHistogram (1 µs resolution) of the window's responses; sent: the requests the open loop sent in the window per second (the achieved rate); rps: those completed inside it; nginx CPU per request: the utime+stime of the master and its workers (/proc/<pid>/stat) over the window, per completed request; " +
 			"loadgen send lag p99: how late the loadgen itself sent (its timer and CPU), high when the loadgen's CPU was taken.",
 	}
 	r.Notes = []string{
