@@ -1,0 +1,155 @@
+package study
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"proxybench/loadgen/internal/attack"
+)
+
+func TestNetstackRate(t *testing.T) {
+	rate, smallest, which := nsRate(map[string]float64{nsBare: 58000, nsHost: 59000, nsBridge: 12489}, 0.4, 500)
+	if rate != 4500 || smallest != 12489 || which != nsBridge {
+		t.Errorf("nsRate = %v %v %q, want 4500 (40 %% of 12489 rounded down to 500) 12489 bridge", rate, smallest, which)
+	}
+	if rate, _, _ := nsRate(map[string]float64{nsBare: 100}, 0.4, 500); rate != 500 {
+		t.Errorf("a tiny capacity gives %v, want at least one step", rate)
+	}
+	if rate, _, which := nsRate(nil, 0.4, 500); rate != 0 || which != "" {
+		t.Errorf("no capacity gives %v %q", rate, which)
+	}
+}
+
+func TestNetstackOrderRotates(t *testing.T) {
+	want := [][]string{
+		{nsBare, nsHost, nsBridge},
+		{nsHost, nsBridge, nsBare},
+		{nsBridge, nsBare, nsHost},
+		{nsBare, nsHost, nsBridge},
+	}
+	for i, w := range want {
+		if got := nsOrder(i + 1); !reflect.DeepEqual(got, w) {
+			t.Errorf("repeat %d: order %v, want %v", i+1, got, w)
+		}
+	}
+	if !reflect.DeepEqual(nsModes, []string{nsBare, nsHost, nsBridge}) {
+		t.Errorf("nsOrder changed the base order: %v", nsModes)
+	}
+}
+
+func TestNetstackConfig(t *testing.T) {
+	c := nsConfig(2)
+	for _, want := range []string{"worker_processes 2;", "access_log off;", "keepalive_requests 1000000;", "keepalive_timeout 60s;",
+		"include listen.conf;", "pid nginx.pid;", `return 200 "netstack ok\n";`} {
+		if !strings.Contains(c, want) {
+			t.Errorf("config lacks %q:\n%s", want, c)
+		}
+	}
+	if !strings.Contains(nsConfig(0), "worker_processes 1;") {
+		t.Error("0 workers should give 1")
+	}
+	if l := nsListen("127.0.0.1:1234"); l != "listen 127.0.0.1:1234 reuseport backlog=65535;\n" {
+		t.Errorf("listen line %q", l)
+	}
+}
+
+// TestNetstackConfigParses runs `nginx -t` on the config when the host has
+// nginx (the study's preflight demands it; a unit test only skips).
+func TestNetstackConfigParses(t *testing.T) {
+	bin, err := nsHostNginx()
+	if err != nil {
+		t.Skip("no nginx on this host (apt-get install nginx):", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(nsConfig(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "listen.conf"), []byte(nsListen("127.0.0.1:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append(nsNginxArgs(bin, dir)[1:], "-t", "-q")
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Errorf("nginx -t: %v\n%s", err, out)
+	}
+}
+
+func TestNetstackParseNetDev(t *testing.T) {
+	text := `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+  eth0:  123456    789    0    0    0     0          0         0     2000      10    0    0    0     0       0          0
+`
+	if n, err := parseNetDevRx(text, "eth0"); err != nil || n != 789 {
+		t.Errorf("eth0 rx = %d %v, want 789", n, err)
+	}
+	if n, err := parseNetDevRx(text, "lo"); err != nil || n != 0 {
+		t.Errorf("lo rx = %d %v", n, err)
+	}
+	if _, err := parseNetDevRx(text, "eth1"); err == nil {
+		t.Error("a missing interface is an error")
+	}
+}
+
+func TestNetstackContainerCgroup(t *testing.T) {
+	for cg, want := range map[string]bool{
+		"9:name=systemd:/\n4:memory:/process_api/2553\n0::/\n":                                       false,
+		"9:name=systemd:/docker/b2af9205fc80\n8:pids:/docker/b2af9205fc80\n":                         true,
+		"0::/system.slice/docker-b2af9205fc80.scope\n":                                               true,
+		"0::/user.slice/user-1000.slice/session-2.scope\n":                                           false,
+		"1:cpu:/kubepods/burstable/pod1/containerd-abc\n":                                            true,
+		"12:devices:/system.slice/ssh.service\n11:cpu,cpuacct:/system.slice/ssh.service\n0::/init\n": false,
+	} {
+		if got := nsInContainerCgroup(cg); got != want {
+			t.Errorf("nsInContainerCgroup(%q) = %v, want %v", cg, got, want)
+		}
+	}
+}
+
+func TestNetstackStatFields(t *testing.T) {
+	f := nsStatFields("1234 (nginx: worker) S 1200 1200 1200 0 -1 4194624 100 0 0 0 37 12 0 0 20 0 1 0")
+	if len(f) < 13 || f[1] != "1200" || f[11] != "37" || f[12] != "12" {
+		t.Errorf("fields %q", f)
+	}
+	if nsStatFields("garbage") != nil {
+		t.Error("no ) gives nil")
+	}
+	// This process: the master-and-children sum works on a live pid.
+	if _, err := nsProcCPU(os.Getpid()); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestComposeImage(t *testing.T) {
+	dir := t.TempDir()
+	if got := composeImage(dir, "NGINX_IMAGE", "nginx:1.22.1"); got != "nginx:1.22.1" {
+		t.Errorf("no file: %q", got)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "compose"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := "# written by scripts/images.sh\nHAPROXY_IMAGE=x\nNGINX_IMAGE=proxybench/nginx:1.22-debian12\nOFFLINE=1\n"
+	if err := os.WriteFile(filepath.Join(dir, "compose", "images.env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := composeImage(dir, "NGINX_IMAGE", "nginx:1.22.1"); got != "proxybench/nginx:1.22-debian12" {
+		t.Errorf("from images.env: %q", got)
+	}
+	if got := composeImage(dir, "CADDY_IMAGE", "caddy"); got != "caddy" {
+		t.Errorf("missing key: %q", got)
+	}
+}
+
+func TestNetstackBadResponses(t *testing.T) {
+	if s := nsBadResponses(&attack.Result{Requests: 10, Codes: map[int]int64{200: 10}}); s != "" {
+		t.Errorf("all 200: %q", s)
+	}
+	s := nsBadResponses(&attack.Result{Requests: 10, Errors: 2, Codes: map[int]int64{200: 9, 502: 1},
+		ErrorReasons: map[string]int64{"connect": 2}})
+	if !strings.Contains(s, "2 transport errors (2 connect)") || !strings.Contains(s, "1 × 502") {
+		t.Errorf("bad responses: %q", s)
+	}
+}
