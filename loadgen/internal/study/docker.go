@@ -1,11 +1,14 @@
 package study
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -105,4 +108,21 @@ func WaitHTTP(ctx context.Context, url string, timeout time.Duration) error {
 		}
 	}
 	return fmt.Errorf("%s did not answer 200 within %v: %v", url, timeout, last)
+}
+
+// composeImage is the image compose/images.env names under key (written by
+// scripts/images.sh), or def when the file or the key is missing.
+func composeImage(repo, key, def string) string {
+	b, err := os.ReadFile(filepath.Join(repo, "compose", "images.env"))
+	if err != nil {
+		return def
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		if ok && k == key && v != "" {
+			return v
+		}
+	}
+	return def
 }

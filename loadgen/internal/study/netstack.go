@@ -8,7 +8,6 @@ package study
 // the same open-loop rate, well under the smallest measured capacity.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -432,23 +431,6 @@ func nsOriginal() []studydata.Reference {
 		{Variant: nsHost, Metric: "error_ratio", Value: 0, Unit: "ratio", Note: "0 % errors"},
 		{Variant: nsBridge, Metric: "error_ratio", Value: 0, Unit: "ratio", Note: "0 % errors"},
 	}
-}
-
-// composeImage is the image compose/images.env names under key (written by
-// scripts/images.sh), or def when the file or the key is missing.
-func composeImage(repo, key, def string) string {
-	b, err := os.ReadFile(filepath.Join(repo, "compose", "images.env"))
-	if err != nil {
-		return def
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		if ok && k == key && v != "" {
-			return v
-		}
-	}
-	return def
 }
 
 // nsHostNginx finds the host's nginx binary.

@@ -10,7 +10,6 @@ package study
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -173,23 +172,6 @@ func scaleoutImages(ctx context.Context, repo string) (nginx, haproxy string, er
 		}
 	}
 	return nginx, haproxy, nil
-}
-
-// composeImage is the image compose/images.env names under key (written by
-// scripts/images.sh), or def when the file or the key is missing.
-func composeImage(repo, key, def string) string {
-	b, err := os.ReadFile(filepath.Join(repo, "compose", "images.env"))
-	if err != nil {
-		return def
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		if ok && k == key && v != "" {
-			return v
-		}
-	}
-	return def
 }
 
 // scaleoutBodyBytes is the response body: 76800 bytes of a fixed pattern.
