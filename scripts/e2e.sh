@@ -30,6 +30,10 @@ else
 fi
 say "stack up after $((SECONDS - t0)) s"
 
+# The studies' end-to-end tests run iperf3 and a host nginx.
+source scripts/hostpkgs.sh
+study_needs cc
+study_needs netstack
 go build -o .cache/dist/loadgen ./loadgen
 go build -o .cache/dist/reporter ./reporter
 .cache/dist/loadgen preflight -proxies nginx,haproxy,traefik,caddy -origins node,python,go,fast -wait 60s

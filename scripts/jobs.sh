@@ -50,4 +50,4 @@ trap job_stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-apt_locked() { flock "${PROXYBENCH_APT_LOCK:-/tmp/proxybench-apt.lock}" "$@"; }
+source "$(dirname "${BASH_SOURCE[0]}")/aptlock.sh"

@@ -14,6 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'study: %s\n' "$*" >&2; }
 source scripts/jobs.sh
+source scripts/hostpkgs.sh
 
 name=${1:-}
 scale=${2:-full}
@@ -26,31 +27,9 @@ esac
 case $scale in full | tiny) ;; *) say "SCALE=$scale: use full or tiny"; exit 2 ;; esac
 results=${RESULTS:-results}
 
-# needs CMD PACKAGE: Debian's PACKAGE when CMD is missing. The nginx
-# package's maintainer scripts would start a service on port 80: a
-# policy-rc.d that refuses every start holds while it installs.
-needs() {
-  command -v "$1" >/dev/null && return 0
-  [ "$(id -u)" = 0 ] || { say "$1 is missing: install Debian's $2 (apt-get install $2) and rerun"; return 1; }
-  say "installing Debian's $2 (apt-get)"
-  local prc=/usr/sbin/policy-rc.d had=0
-  [ -e $prc ] && had=1
-  if [ $had = 0 ]; then printf '#!/bin/sh\nexit 101\n' >$prc; chmod +x $prc; fi
-  DEBIAN_FRONTEND=noninteractive apt_locked apt-get install -y -q --no-install-recommends "$2" >/dev/null 2>&1 ||
-    { apt_locked apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt_locked apt-get install -y -q --no-install-recommends "$2" >/dev/null; }
-  local rc=$?
-  [ $had = 1 ] || rm -f $prc
-  [ $rc = 0 ] && command -v "$1" >/dev/null || { say "apt-get install $2 failed"; return 1; }
-}
-
-for s in "${list[@]}"; do
-  case $s in
-    cc) needs iperf3 iperf3 || exit 1 ;;
-    netstack) needs nginx nginx || exit 1 ;;
-  esac
-done
 ENGINE_COMPOSE=skip scripts/engine.sh || exit 1
 scripts/images.sh >/dev/null || exit 1
+for s in "${list[@]}"; do study_needs "$s" || exit 1; done
 export CGO_ENABLED=0
 go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./reporter || exit 1
 

@@ -181,14 +181,12 @@ func verdictClass(v string) string {
 }
 
 // findings is the report's opening: one line per significant difference
-// and one saying how many comparisons found none.
+// and one saying, per metric, how many comparisons found none.
 func (s *Summary) findings() []string {
-	var sig, none []string
+	var sig []string
+	none, total := map[string]int{}, 0
 	for _, x := range s.Diffs {
 		m := s.metric(x.Metric)
-		if m.Better == "" {
-			continue
-		}
 		where := s.variantLabel(x.Variant)
 		if x.Group != "" {
 			where += " (" + s.groupLabel(x.Group) + ")"
@@ -198,15 +196,23 @@ func (s *Summary) findings() []string {
 			sig = append(sig, fmt.Sprintf("%s: %s %s %s [%s, %s] (%s), p %s after Holm", where, m.Label, signed(x.Delta), m.Unit,
 				signed(x.Low), signed(x.High), pct(x.Relative), num(x.PHolm)))
 		case VerdictNone:
-			none = append(none, where+" "+m.Label)
+			none[x.Metric]++
+			total++
 		}
 	}
 	var out []string
 	if len(sig) > 0 {
 		out = append(out, "*Differences from "+s.variantLabel(s.Baseline)+" beyond chance:* "+strings.Join(sig, "; ")+".")
 	}
-	if len(none) > 0 {
-		out = append(out, fmt.Sprintf("*No significant difference (a negative result, kept):* %d of %d comparisons: %s.", len(none), len(none)+len(sig), strings.Join(none, ", ")))
+	if total > 0 {
+		var per []string
+		for _, m := range s.Metrics {
+			if n := none[m.Name]; n > 0 {
+				per = append(per, fmt.Sprintf("%s %d", m.Label, n))
+			}
+		}
+		out = append(out, fmt.Sprintf("*No significant difference (a negative result, kept):* %d of %d comparisons with %s (%s; section 4).",
+			total, len(s.Diffs), s.variantLabel(s.Baseline), strings.Join(per, ", ")))
 	}
 	if !s.ChecksOK {
 		out = append(out, "**A mechanism check failed (section 2).**")
