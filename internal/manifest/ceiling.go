@@ -12,7 +12,11 @@ import (
 // with the loadgen pinned as in the run. A saturation claim near it is the
 // instrument's limit, not the proxy's (CeilingFraction).
 type Ceiling struct {
-	RPS         float64 `json:"rps"`
+	RPS float64 `json:"rps"`
+	// Model is the loop measured: CeilingClosed (the run's closed-loop
+	// engine at its concurrency) or CeilingOpen (the open-loop engine
+	// offered more than it can send).
+	Model       string  `json:"model,omitempty"`
 	Concurrency int     `json:"concurrency"`
 	MaxRate     float64 `json:"max_rate,omitempty"` // the loadgen's -max-rate cap, req/s; 0 = none
 	Engine      string  `json:"engine"`             // the loadgen's engine: evloop, netpoll, net-http
@@ -37,6 +41,12 @@ type Ceiling struct {
 	CacheFile    string  `json:"cache_file,omitempty"` // where it is cached
 	CacheMaxAge  float64 `json:"cache_max_age_s,omitempty"`
 }
+
+// Ceiling models.
+const (
+	CeilingClosed = "closed"
+	CeilingOpen   = "open"
+)
 
 // Ceiling sources.
 const (

@@ -34,7 +34,10 @@ type Manifest struct {
 	// Ceiling is the instrument's own ceiling under the run's placement
 	// (ceiling.go); nil in a manifest written before runs had one.
 	Ceiling *Ceiling `json:"ceiling,omitempty"`
-	Cells   []Cell   `json:"cells"`
+	// OpenCeiling is the open-loop engine's ceiling, measured when the run
+	// has open-loop cells: what their offered rates are held to.
+	OpenCeiling *Ceiling `json:"open_ceiling,omitempty"`
+	Cells       []Cell   `json:"cells"`
 }
 
 // Host describes where the run happened.

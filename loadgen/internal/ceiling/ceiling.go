@@ -47,6 +47,9 @@ const (
 	// Windows is how many windows of Window/Windows are measured; the
 	// best is the ceiling.
 	Windows = 3
+	// OpenProbeRate is the rate an open-loop measurement offers: more
+	// than any loadgen sends, so that what it completes is its ceiling.
+	OpenProbeRate = 1e6
 	// MaxConcurrency bounds the connections of a measurement: an open
 	// loop's max in flight defaults to 10,000, far more than any closed loop
 	// of the lab.
@@ -62,11 +65,18 @@ type Options struct {
 	ServerCPUs  placement.CPUSet // the trivial server's CPUs: the placement's proxy CPUs; empty = every CPU
 	Workers     int              // the trivial server's GOMAXPROCS: the proxies' workers; 0 = its CPUs
 	LoadgenCPUs placement.CPUSet // the loadgen's CPUs as pinned; recorded and keyed, not applied here
-	Concurrency int              // closed-loop connections (clamped to 1..MaxConcurrency)
-	MaxRate     float64          // the loadgen's cap, requests/s; 0 = none
-	NetHTTP     bool             // the run sends through net/http
-	Warmup      time.Duration    // 0 = DefaultWarmup
-	Window      time.Duration    // 0 = DefaultWindow
+	Concurrency int              // closed-loop connections, an open loop's max in flight (clamped to 1..MaxConcurrency)
+	// Open measures the open-loop engine instead: an open loop offered
+	// far more than it can send (OpenProbeRate) with Concurrency in
+	// flight at most; its ceiling is the rate it completed. An open loop's
+	// sends, each paced by its own timer, cost the loadgen more than a
+	// closed loop's, so its ceiling is the one an open-loop claim (an
+	// offered rate, a knee) is held to.
+	Open    bool
+	MaxRate float64       // the loadgen's cap, requests/s; 0 = none
+	NetHTTP bool          // the run sends through net/http
+	Warmup  time.Duration // 0 = DefaultWarmup
+	Window  time.Duration // 0 = DefaultWindow
 
 	// Cache is the directory of cached measurements ("" = none); MaxAge how
 	// old one may be to be reused (0 = always measure).
@@ -106,10 +116,26 @@ func (o *Options) fill() error {
 	return load.CheckMaxRate(o.MaxRate)
 }
 
-// engine is the engine the measurement's closed loop runs on.
+// engine is the engine the measurement runs on.
 func (o *Options) engine() string {
 	a := attack.New(attack.NewMetrics(prometheus.NewRegistry()), o.attackOptions()...)
-	return a.Engine(&attack.Spec{URL: "http://127.0.0.1/", Load: load.Closed{Connections: o.Concurrency, Duration: o.Window}, MaxRate: o.MaxRate})
+	return a.Engine(&attack.Spec{URL: "http://127.0.0.1/", Load: o.model(o.Window), MaxRate: o.MaxRate})
+}
+
+// model is the load of one window of d.
+func (o *Options) model(d time.Duration) load.Model {
+	if o.Open {
+		return load.Open{Rate: OpenProbeRate, MaxInFlight: o.Concurrency, Duration: d}
+	}
+	return load.Closed{Connections: o.Concurrency, Duration: d}
+}
+
+// Model is "open" or "closed": which loop o measures.
+func (o *Options) Model() string {
+	if o.Open {
+		return manifest.CeilingOpen
+	}
+	return manifest.CeilingClosed
 }
 
 func (o *Options) attackOptions() []attack.Option {
@@ -143,7 +169,7 @@ func (o *Options) key() (key, binary string, err error) {
 		return "", "", fmt.Errorf("ceiling: hash the loadgen binary: %w", err)
 	}
 	binary = hex.EncodeToString(h.Sum(nil))
-	parts := []string{"v1", strconv.FormatFloat(loadgenQuota(), 'g', -1, 64), o.Placement, o.ServerCPUs.String(), strconv.Itoa(o.Workers), o.LoadgenCPUs.String(),
+	parts := []string{"v2", o.Model(), strconv.FormatFloat(loadgenQuota(), 'g', -1, 64), o.Placement, o.ServerCPUs.String(), strconv.Itoa(o.Workers), o.LoadgenCPUs.String(),
 		strconv.Itoa(o.Concurrency), strconv.FormatFloat(o.MaxRate, 'g', -1, 64), o.engine(),
 		o.Warmup.String(), o.Window.String(), strconv.Itoa(runtime.NumCPU()), binary}
 	k := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
@@ -232,7 +258,7 @@ func Measure(ctx context.Context, o Options) (*manifest.Ceiling, error) {
 	}
 	defer stop()
 	a := attack.New(attack.NewMetrics(prometheus.NewRegistry()), o.attackOptions()...)
-	s := attack.Spec{URL: "http://" + addr + "/", Load: load.Closed{Connections: o.Concurrency, Duration: o.Window},
+	s := attack.Spec{URL: "http://" + addr + "/", Load: o.model(o.Window),
 		MaxRate: o.MaxRate, ExpectOrigin: ServerName, Labels: attack.Labels{Proxy: "none", Origin: ServerName, Scenario: "ceiling"}}
 	run := func(ctx context.Context, s attack.Spec) (*attack.Result, error) { return a.Run(ctx, s, nil) }
 	if _, err := attack.WarmUp(ctx, s, o.Warmup, 0, run, nil); err != nil {
@@ -243,7 +269,7 @@ func Measure(ctx context.Context, o Options) (*manifest.Ceiling, error) {
 	// cells the instrument could in fact drive.
 	var res *attack.Result
 	var rates []float64
-	s.Load = load.Closed{Connections: o.Concurrency, Duration: o.Window / Windows}
+	s.Load = o.model(o.Window / Windows)
 	for i := 0; i < Windows; i++ {
 		r, err := run(ctx, s)
 		if err != nil {
@@ -257,7 +283,7 @@ func Measure(ctx context.Context, o Options) (*manifest.Ceiling, error) {
 			res = r
 		}
 	}
-	c := &manifest.Ceiling{WindowRPS: rates,
+	c := &manifest.Ceiling{WindowRPS: rates, Model: o.Model(),
 		RPS: res.RPS(), Concurrency: o.Concurrency, MaxRate: o.MaxRate, Engine: o.engine(), WindowS: res.Window(),
 		MeasuredAt: o.Now().UTC(), Source: manifest.CeilingMeasured, ServerCPUs: o.ServerCPUs.String(),
 		LoadgenCPUs: o.LoadgenCPUs.String(), LoadgenQuota: loadgenQuota(), Errors: res.Errors, Placement: o.Placement,
@@ -388,6 +414,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	window := fs.Duration("d", DefaultWindow, "measured window")
 	warmup := fs.Duration("warmup", DefaultWarmup, "warm-up before the window, excluded")
 	netHTTP := fs.Bool("net-http", false, "send through net/http")
+	open := fs.Bool("open", false, "measure the open-loop engine (offered far more than it can send, -c in flight at most) instead of the closed loop")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -418,7 +445,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		*warmup = -1 // Options: 0 is the default, negative none
 	}
 	c, err := Measure(ctx, Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
-		Concurrency: *conc, MaxRate: *maxRate, NetHTTP: *netHTTP, Warmup: *warmup, Window: *window, Log: log})
+		Concurrency: *conc, MaxRate: *maxRate, NetHTTP: *netHTTP, Warmup: *warmup, Window: *window, Open: *open, Log: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen ceiling:", err)
 		return 1

@@ -71,6 +71,32 @@ func TestResolveMeasuresThenCaches(t *testing.T) {
 	}
 }
 
+// An open-loop measurement is its own key and model: the open-loop engine
+// offered more than it can send, and what it completed is its ceiling.
+func TestOpenCeiling(t *testing.T) {
+	o := opts(t)
+	closed, err := Resolve(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Open = true
+	open, err := Resolve(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open.Source != manifest.CeilingMeasured || open.Model != manifest.CeilingOpen || closed.Model != manifest.CeilingClosed {
+		t.Fatalf("open %+v after closed %+v: want a measurement of its own, model open", open, closed)
+	}
+	if open.CacheKey == closed.CacheKey || open.RPS < 500 || len(open.WindowRPS) != Windows {
+		t.Errorf("open ceiling %+v", open)
+	}
+	for _, w := range open.WindowRPS {
+		if w > open.RPS {
+			t.Errorf("window %.0f above the ceiling %.0f: the ceiling is the best window", w, open.RPS)
+		}
+	}
+}
+
 // The trivial server starts pinned to the CPUs it is given (placement.Pin
 // checks every thread took them before it says where it listens).
 func TestServerStartsPinned(t *testing.T) {

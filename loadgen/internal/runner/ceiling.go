@@ -16,15 +16,30 @@ import (
 // the loadgen is pinned and before the first cell. A measurement that fails
 // is recorded with its error and the run goes on: its cells are then not
 // judged against a ceiling.
-func (r *Runner) ceiling(ctx context.Context) *manifest.Ceiling {
-	c, err := r.Ceiling(ctx)
-	if err != nil {
-		r.Log.Warn("instrument ceiling not measured: the cells are not judged against it", "err", err)
-		return &manifest.Ceiling{Error: err.Error(), MeasuredAt: r.Clock.Now().UTC()}
+func (r *Runner) ceiling(ctx context.Context, open bool) *manifest.Ceiling {
+	model := manifest.CeilingClosed
+	if open {
+		model = manifest.CeilingOpen
 	}
-	r.Log.Info("instrument ceiling", "rps", int64(c.RPS), "source", c.Source, "concurrency", c.Concurrency,
+	c, err := r.Ceiling(ctx, open)
+	if err != nil {
+		r.Log.Warn("instrument ceiling not measured: the cells are not judged against it", "model", model, "err", err)
+		return &manifest.Ceiling{Model: model, Error: err.Error(), MeasuredAt: r.Clock.Now().UTC()}
+	}
+	r.Log.Info("instrument ceiling", "model", model, "rps", int64(c.RPS), "source", c.Source, "concurrency", c.Concurrency,
 		"max_rate", c.MaxRate, "server_cpus", c.ServerCPUs, "loadgen_cpus", c.LoadgenCPUs)
 	return c
+}
+
+// hasOpenLoop reports whether any cell of x sends an open loop (a paced
+// model: open, rate stages).
+func hasOpenLoop(x *plan.Expanded) bool {
+	for _, c := range x.Cells {
+		if c.Load != nil && c.Load.Pacer() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ceilingOptions measures the ceiling as the run sends: its concurrency (an

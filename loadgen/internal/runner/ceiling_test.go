@@ -54,3 +54,38 @@ func TestRunRecordsCeiling(t *testing.T) {
 		}
 	}
 }
+
+// A run with open-loop cells measures the open-loop engine's ceiling too,
+// and a closed-loop run does not.
+func TestRunRecordsOpenCeiling(t *testing.T) {
+	t.Parallel()
+	for _, rate := range []string{"0", "200"} {
+		dir := t.TempDir()
+		var models []bool
+		measure := func(_ context.Context, o ceiling.Options) (*manifest.Ceiling, error) {
+			models = append(models, o.Open)
+			m := manifest.CeilingClosed
+			if o.Open {
+				m = manifest.CeilingOpen
+			}
+			return &manifest.Ceiling{RPS: 1000, Model: m, Source: manifest.CeilingMeasured, MeasuredAt: time.Now()}, nil
+		}
+		srv := map[string]*httptest.Server{"nginx": fakeProxy(t, nil)}
+		code := run(context.Background(), args(t, dir, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-rate", rate),
+			io.Discard, io.Discard, testLog(t), env{target: targets(srv), docker: noDocker, clock: &sleeper{}, ceiling: measure})
+		if code != ExitOK {
+			t.Fatalf("rate %s: exit %d", rate, code)
+		}
+		m, err := manifest.Read(filepath.Join(dir, "t1", "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := rate != "0"
+		if m.Ceiling == nil || m.Ceiling.Model != manifest.CeilingClosed || (m.OpenCeiling != nil) != open {
+			t.Errorf("rate %s: ceiling %+v, open ceiling %+v", rate, m.Ceiling, m.OpenCeiling)
+		}
+		if open && (len(models) != 2 || !models[1] || m.OpenCeiling.Model != manifest.CeilingOpen) {
+			t.Errorf("rate %s: measured %v, open ceiling %+v", rate, models, m.OpenCeiling)
+		}
+	}
+}

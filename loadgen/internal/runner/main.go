@@ -149,8 +149,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		Host: HostInfo(ctx), Self: self, Placement: pl,
 	}
 	if e.ceiling != nil {
-		r.Ceiling = func(ctx context.Context) (*manifest.Ceiling, error) {
-			return e.ceiling(ctx, ceilingOptions(x, pl, log))
+		r.Ceiling = func(ctx context.Context, open bool) (*manifest.Ceiling, error) {
+			o := ceilingOptions(x, pl, log)
+			o.Open = open
+			return e.ceiling(ctx, o)
 		}
 	}
 	log.Info("run", "id", p.Run, "cells", len(x.Cells), "takes_at_least", x.Estimate().Round(time.Second).String(),

@@ -93,8 +93,9 @@ type Runner struct {
 	// nil: neither.
 	Placement *placement.Placement
 	// Ceiling measures (or recalls) the instrument's own ceiling under the
-	// run's placement before the cells (ceiling.go); nil: none is recorded.
-	Ceiling func(context.Context) (*manifest.Ceiling, error)
+	// run's placement before the cells (ceiling.go): of the closed-loop
+	// engine, or with open of the open-loop one; nil: none is recorded.
+	Ceiling func(ctx context.Context, open bool) (*manifest.Ceiling, error)
 
 	m       *manifest.Manifest
 	dir     string
@@ -142,14 +143,17 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if err := writeAtomic(filepath.Join(r.dir, "plan.json"), append(planJSON, '\n')); err != nil {
 		return nil, err
 	}
-	var ceil *manifest.Ceiling
+	var ceil, openCeil *manifest.Ceiling
 	if r.Ceiling != nil {
-		ceil = r.ceiling(ctx)
+		ceil = r.ceiling(ctx, false)
+		if hasOpenLoop(r.Plan) {
+			openCeil = r.ceiling(ctx, true)
+		}
 	}
 	now := r.Clock.Now()
 	r.m = &manifest.Manifest{
 		Schema: manifest.SchemaVersion, Run: p.Run, Status: "running", Started: now, Updated: now,
-		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Placement: placed, Ceiling: ceil, Cells: []manifest.Cell{},
+		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Placement: placed, Ceiling: ceil, OpenCeiling: openCeil, Cells: []manifest.Cell{},
 	}
 	if err := r.save(); err != nil {
 		return nil, err

@@ -70,8 +70,8 @@ func runCeiling(ctx context.Context, e *Env) error {
 	r.Title = "The instrument's ceiling: a knee at the load generator's own limit is not the proxy's"
 	r.Question = "Does a configured rate cap in the load generator (the analogue of a default throughput limit) show up as the proxy's saturation point, and does judging the knee against the instrument's ceiling catch it?"
 	r.Method = []string{
-		fmt.Sprintf("Ceiling: the loadgen (pinned to CPUs %s) drives a trivial server (origins/fast's server, package fastserver, as a process of its own pinned to the proxy's CPUs %s with GOMAXPROCS %d, where the proxy runs) closed loop with %d connections for %v after a %v warm-up (excluded); the ceiling is the window's req/s. The same measurement as `loadgen run` records in every manifest, measured fresh for every sample (no cache).",
-			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), sc.conns, sc.ceilWin, sc.ceilWarmup),
+		fmt.Sprintf("Ceiling: the loadgen (pinned to CPUs %s) drives a trivial server (origins/fast's server, package fastserver, as a process of its own pinned to the proxy's CPUs %s with GOMAXPROCS %d, where the proxy runs) with the open-loop engine the knee search uses, offered far more than it can send (%.0f req/s) with at most %d in flight, for %v after a %v warm-up (excluded), in three windows; the ceiling is the best window's req/s. A knee is an open-loop claim, so it is held to the open-loop engine's ceiling, the one `loadgen run` records as open_ceiling in a run with open-loop cells; measured fresh for every sample (no cache).",
+			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), ceiling.OpenProbeRate, sc.conns, sc.ceilWin, sc.ceilWarmup),
 		fmt.Sprintf("Knee: `loadgen attack -knee` against the lab's nginx → fast route (%s, the running stack): open-loop steps of %v (the first after a %v warm-up at the start rate, excluded), at most %d in flight; a step breaks when its p99 exceeds %v, its error ratio %.0f %% or fewer than 99 %% of its scheduled sends went out; the knee is the last rate that held.",
 			ceilingTarget, sc.kneeStep, sc.kneeWarmup, sc.kneeMaxInFlight, sc.kneeP99, 100*sc.kneeMaxErrs),
 		fmt.Sprintf("Uncapped: a %v closed-loop probe of the route with %d connections (no warm-up) gives the proxy's rate G; the knee steps are %g %% of G, from that rate up to %g x G.", sc.probe, sc.conns, 100*sc.uncappedStep, sc.uncappedTop),
@@ -97,7 +97,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 	r.Original = []studydata.Reference{{Variant: ceilingCapped, Metric: "knee_rps", Value: 5000, Unit: "req/s",
 		Note: "the original lab's saturation campaign was invalidated: its load generator had a default throughput limit of 5,000 req/s, so the \"saturation\" it measured was the instrument's own ceiling"}}
 	r.Notes = []string{
-		"A capped closed loop runs a goroutine per connection (the epoll event loop has no hold); the uncapped ceiling runs on the event loop, as `loadgen run`'s closed loops do.",
+		"The ceiling is the open-loop engine's (a goroutine per connection, each send paced by its own timer), which sends fewer requests per CPU-second than the closed loop's epoll event loop: against the same trivial server its ceiling is the lower one, and it is the one a knee search meets.",
 		"In open loop a send the cap holds counts its latency from its intended send time (coordinated omission corrected), so a step above the cap breaks on sends it could not make in its window or on p99.",
 	}
 	if err := e.Save(); err != nil {
@@ -204,7 +204,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64) (c *manifest.Ceiling, knee, g float64, why string, err error) {
 	pl := e.Placement
 	c, err = ceiling.Measure(ctx, ceiling.Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
-		Concurrency: sc.conns, MaxRate: maxRate, Warmup: sc.ceilWarmup, Window: sc.ceilWin, Log: e.Log})
+		Concurrency: sc.conns, MaxRate: maxRate, Warmup: sc.ceilWarmup, Window: sc.ceilWin, Open: true, Log: e.Log})
 	if err != nil {
 		return nil, 0, 0, "", err
 	}

@@ -166,8 +166,8 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 			mergeManifest(c, mc)
 		}
 		c.CeilingRPS = report.NaN()
-		if man != nil && man.Ceiling != nil && man.Ceiling.RPS > 0 {
-			c.CeilingRPS = report.Num(man.Ceiling.RPS)
+		if ceil := cellCeiling(man, c); ceil != nil && ceil.RPS > 0 {
+			c.CeilingRPS = report.Num(ceil.RPS)
 		}
 		switch {
 		case c.PrometheusGap != nil:
@@ -444,7 +444,7 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 	env := report.Environment{Host: map[string]string{}}
 	env.Placement, env.Isolation = placementEnv(man)
 	if man != nil {
-		env.Ceiling = man.Ceiling
+		env.Ceiling, env.OpenCeiling = man.Ceiling, man.OpenCeiling
 	}
 	// Every proxy's worker count (docs/parity.md): the placement's, or
 	// what the stack ran with before it had one.
@@ -526,4 +526,17 @@ func manifestVersion(man *manifest.Manifest, proxy string) string {
 		return ""
 	}
 	return man.Versions[proxy]
+}
+
+// cellCeiling is the instrument ceiling a cell's claim is held to: the
+// open-loop engine's for an open-loop cell when the run measured one, else
+// the closed-loop one; nil without a manifest.
+func cellCeiling(man *manifest.Manifest, c *report.Cell) *manifest.Ceiling {
+	if man == nil {
+		return nil
+	}
+	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 && man.OpenCeiling != nil {
+		return man.OpenCeiling
+	}
+	return man.Ceiling
 }

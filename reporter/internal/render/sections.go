@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/manifest"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/report"
 )
@@ -359,6 +360,9 @@ func envSection(r *report.Report) Section {
 	sec.Tables = append(sec.Tables, t)
 	sec.Tables = append(sec.Tables, placementTables(r.Environment.Placement)...)
 	sec.Tables = append(sec.Tables, isolationTable(r.Environment.Isolation))
+	if ct, ok := ceilingTable(r.Environment); ok {
+		sec.Tables = append(sec.Tables, ct)
+	}
 	h := Table{Caption: "Host", Header: []string{"what", "value"}}
 	var ks []string
 	for k := range r.Environment.Host {
@@ -379,4 +383,32 @@ func fmtLate(c *report.Cell) string {
 		return "0"
 	}
 	return fmtInt(c.Late) + " (" + fmtPct(c.LateShare) + ")"
+}
+
+// ceilingTable states the instrument's own ceilings the cells were held
+// to: the loadgen against a trivial server under the same placement.
+func ceilingTable(env report.Environment) (Table, bool) {
+	t := Table{Caption: "The instrument's ceiling (the loadgen against a trivial server on the proxy's CPUs; a claim at 80 % of it or more is invalid)",
+		Header: []string{"loop", "req/s", "windows", "connections", "engine", "source", "measured at"},
+		Right:  []bool{false, true, false, true, false, false, false}}
+	for _, c := range []*manifest.Ceiling{env.Ceiling, env.OpenCeiling} {
+		if c == nil {
+			continue
+		}
+		loop := c.Model
+		if loop == "" {
+			loop = manifest.CeilingClosed
+		}
+		if c.Error != "" {
+			t.Rows = append(t.Rows, []Cell{txt(loop), txt("not measured: " + c.Error), txt(""), txt(""), txt(""), txt(""), txt("")})
+			continue
+		}
+		var ws []string
+		for _, w := range c.WindowRPS {
+			ws = append(ws, fmt.Sprintf("%.0f", w))
+		}
+		t.Rows = append(t.Rows, []Cell{txt(loop), txt(fmt.Sprintf("%.0f", c.RPS)), txt(strings.Join(ws, ", ")), txt(fmt.Sprint(c.Concurrency)),
+			txt(c.Engine), txt(c.Source), txt(c.MeasuredAt.UTC().Format("2006-01-02 15:04:05"))})
+	}
+	return t, len(t.Rows) > 0
 }

@@ -318,6 +318,9 @@ type Environment struct {
 	// Ceiling is the instrument's own ceiling the cells are judged against
 	// (instrument_ceiling); nil when the manifest has none.
 	Ceiling *manifest.Ceiling `json:"instrument_ceiling,omitempty"`
+	// OpenCeiling is the open-loop engine's ceiling, what open-loop cells
+	// are held to; nil when the run had none.
+	OpenCeiling *manifest.Ceiling `json:"instrument_open_ceiling,omitempty"`
 	// Isolation states what pausing the other proxies isolates and what
 	// it does not.
 	Isolation Isolation `json:"isolation"`
