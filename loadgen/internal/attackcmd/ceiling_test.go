@@ -19,7 +19,7 @@ func TestKneeJudgedAgainstCeiling(t *testing.T) {
 	t.Cleanup(srv.Close)
 	knee := func(extra ...string) kneeJSON {
 		var out, errb bytes.Buffer
-		args := append([]string{"-url", srv.URL + "/", "-knee", "-knee-start", "100", "-knee-step", "100", "-knee-max", "600",
+		args := append([]string{"-url", srv.URL + "/", "-knee", "-knee-start", "150", "-knee-step", "25", "-knee-max", "600",
 			"-knee-step-d", "400ms", "-max-rate", "300", "-json", "-quiet"}, extra...)
 		if code := Main(context.Background(), args, &out, &errb, discard()); code != 0 {
 			t.Fatalf("exit %d: %s", code, errb.String())
@@ -30,8 +30,11 @@ func TestKneeJudgedAgainstCeiling(t *testing.T) {
 		}
 		return k
 	}
+	// Steps of 25 req/s: the step at the cap itself may break on a loaded
+	// host (fewer than 99 % of its sends in the window), the one below it
+	// holds, and either is at 80 % of the ceiling or more.
 	k := knee("-ceiling", "300")
-	if k.LastHeld < 200 || k.LastHeld > 300 {
+	if k.LastHeld < 250 || k.LastHeld > 300 {
 		t.Fatalf("knee under a 300 req/s cap: %v, steps %+v", k.LastHeld, k.Steps)
 	}
 	if last := k.Steps[len(k.Steps)-1]; last.Held || !strings.Contains(last.Why, "max rate cap") {
