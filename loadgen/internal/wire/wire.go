@@ -11,6 +11,7 @@
 package wire
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"time"
@@ -48,6 +49,17 @@ type Target struct {
 	ExpectOrigin      string // "" = no check
 	Timeout           time.Duration
 	Limits            Limits
+
+	// Proto is what is spoken: "" or ProtoH1 plain HTTP/1.1 (http://
+	// URLs), the others TLS (https:// URLs). The client offers only the
+	// protocol's ALPN ID and a handshake that selects another fails
+	// (HandshakeALPN, reason tls): a server that falls back is caught.
+	Proto Proto
+	// TLS is the run's TLS config: trust (RootCAs), versions, ServerName
+	// and the session cache shared by its connections (nil: every
+	// handshake is full). NextProtos is set from Proto. nil = Go's
+	// defaults.
+	TLS *tls.Config
 }
 
 // Limits bound what the client reads of one response, so that a
