@@ -30,7 +30,7 @@ func BenchmarkRequest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d := r.newDoer()
+			d := r.newDoer(0)
 			defer d.Close()
 			rec := r.recs[0]
 			b.ReportAllocs()

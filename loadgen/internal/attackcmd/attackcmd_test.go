@@ -148,9 +148,9 @@ func TestAttackJSON(t *testing.T) {
 	// the last response by one tick; and the gauges are 0 only once the
 	// planned end has passed (no more sends) and the drain is over.
 	finals := [][]byte{
-		[]byte(`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100` + "\n"),
-		[]byte(`proxybench_target_rate_requests_per_second{origin="fast",proxy="nginx",scenario="simple"} 0` + "\n"),
-		[]byte(`proxybench_requests_in_flight{origin="fast",proxy="nginx",scenario="simple"} 0` + "\n"),
+		[]byte(`proxybench_open_loop_scheduled_total{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 100` + "\n"),
+		[]byte(`proxybench_target_rate_requests_per_second{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 0` + "\n"),
+		[]byte(`proxybench_requests_in_flight{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 0` + "\n"),
 	}
 	final := func(scrape []byte) bool {
 		for _, f := range finals {
@@ -187,8 +187,8 @@ func TestAttackJSON(t *testing.T) {
 		t.Errorf("latency %+v, window %vs", s.Latency, s.WindowS)
 	}
 	for _, want := range []string{
-		`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} ` + strconv.FormatInt(s.Sent, 10),
-		`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100`,
+		`proxybench_requests_total{code="200",origin="fast",protocol="h1",proxy="nginx",scenario="simple"} ` + strconv.FormatInt(s.Sent, 10),
+		`proxybench_open_loop_scheduled_total{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 100`,
 		"process_cpu_seconds_total", "go_goroutines", "proxybench_loadgen_cpu_limit_cores",
 	} {
 		if !bytes.Contains(scrape, []byte(want)) {

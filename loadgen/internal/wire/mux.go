@@ -101,20 +101,20 @@ type muxConn interface {
 	close()
 }
 
-type h2Conn struct{ cc *http2.ClientConn }
+type muxH2Conn struct{ cc *http2.ClientConn }
 
-func (c h2Conn) RoundTrip(r *http.Request) (*http.Response, error) { return c.cc.RoundTrip(r) }
-func (c h2Conn) usable() bool                                      { st := c.cc.State(); return !st.Closed && !st.Closing }
-func (c h2Conn) close()                                            { c.cc.Close() } //nolint:errcheck // closing
+func (c muxH2Conn) RoundTrip(r *http.Request) (*http.Response, error) { return c.cc.RoundTrip(r) }
+func (c muxH2Conn) usable() bool                                      { st := c.cc.State(); return !st.Closed && !st.Closing }
+func (c muxH2Conn) close()                                            { c.cc.Close() } //nolint:errcheck // closing
 
-type h3Conn struct {
+type muxH3Conn struct {
 	qc *quic.Conn
 	cc *http3.ClientConn
 }
 
-func (c h3Conn) RoundTrip(r *http.Request) (*http.Response, error) { return c.cc.RoundTrip(r) }
-func (c h3Conn) usable() bool                                      { return c.qc.Context().Err() == nil }
-func (c h3Conn) close()                                            { c.qc.CloseWithError(0, "") } //nolint:errcheck // closing
+func (c muxH3Conn) RoundTrip(r *http.Request) (*http.Response, error) { return c.cc.RoundTrip(r) }
+func (c muxH3Conn) usable() bool                                      { return c.qc.Context().Err() == nil }
+func (c muxH3Conn) close()                                            { c.qc.CloseWithError(0, "") } //nolint:errcheck // closing
 
 // dial opens one connection and reports its handshake to obs.
 func (p *MuxPool) dial(ctx context.Context, obs HandshakeObserver) (muxConn, error) {
@@ -136,7 +136,7 @@ func (p *MuxPool) dial(ctx context.Context, obs HandshakeObserver) (muxConn, err
 			tc.Close()
 			return nil, err
 		}
-		return h2Conn{cc}, nil
+		return muxH2Conn{cc}, nil
 	}
 	t0 := time.Now()
 	qc, err := quic.DialAddr(ctx, p.addr, p.tls, p.quic)
@@ -157,7 +157,7 @@ func (p *MuxPool) dial(ctx context.Context, obs HandshakeObserver) (muxConn, err
 		qc.CloseWithError(0, "") //nolint:errcheck // closing
 		return nil, err
 	}
-	return h3Conn{qc, p.h3.NewClientConn(qc)}, nil
+	return muxH3Conn{qc, p.h3.NewClientConn(qc)}, nil
 }
 
 // muxSlot is one connection of the pool, shared by its workers.
