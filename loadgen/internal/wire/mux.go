@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -42,13 +41,9 @@ func NewMuxPool(t *Target, conns, streams int) (*MuxPool, error) {
 	if !t.Proto.Multiplexed() {
 		return nil, fmt.Errorf("a multiplexed pool speaks h2 or h3, not %q", t.Proto)
 	}
-	u, err := url.Parse(t.URL)
+	u, addr, err := dialAddr(t)
 	if err != nil {
-		return nil, fmt.Errorf("spec URL %q: %w", t.URL, err)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "443")
+		return nil, err
 	}
 	p := &MuxPool{t: t, proto: t.Proto, streams: max(streams, 1), addr: addr, tls: clientTLS(t.TLS, t.Proto, u.Hostname())}
 	if !t.NewConnPerRequest {

@@ -13,7 +13,9 @@ package wire
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -98,4 +100,22 @@ var errLineTooLong = &limitError{ReasonHeaderTooLarge, "response head line longe
 
 func errBodyTooLarge(max int64) error {
 	return &limitError{ReasonBodyTooLarge, fmt.Sprintf("response body beyond %d bytes", max)}
+}
+
+// dialAddr parses t's URL and gives the address to dial: its host and
+// port, the scheme's default port (80, or 443 over TLS) when it names
+// none.
+func dialAddr(t *Target) (*url.URL, string, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return nil, "", fmt.Errorf("spec URL %q: %w", t.URL, err)
+	}
+	if u.Port() != "" {
+		return u, u.Host, nil
+	}
+	port := "80"
+	if t.Proto.Secure() {
+		port = "443"
+	}
+	return u, net.JoinHostPort(u.Hostname(), port), nil
 }
