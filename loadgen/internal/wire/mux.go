@@ -199,7 +199,23 @@ type MuxDoer struct {
 	body     bodyReader
 }
 
-var _ Doer = (*MuxDoer)(nil)
+var (
+	_ Doer      = (*MuxDoer)(nil)
+	_ Connector = (*MuxDoer)(nil)
+)
+
+// Connect dials the worker's connection unless it is up (open-loop
+// workers joining the pool connect before their first request); with a
+// new connection per request it does nothing.
+func (d *MuxDoer) Connect(deadline time.Time) error {
+	if d.slot == nil {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	_, err := d.slot.get(ctx, d.p, d.Observer)
+	return err
+}
 
 // Do sends the request on the worker's connection and reads the whole
 // response until deadline. A request that failed because its connection
