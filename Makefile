@@ -81,7 +81,7 @@ diff: ## compare two runs with significance: make diff A=<id> B=<id> (for a gate
 	@test -n "$(A)" -a -n "$(B)" || { echo "make diff: set A=<run id> B=<run id>"; exit 2; }
 	@go run ./reporter diff -a '$(A)' -b '$(B)' -results '$(RESULTS)'
 
-perf: ## loadgen vs wrk vs hey vs vegeta on loopback; open-loop schedule and latency overhead; parser, reporter and fast-origin benchmarks
+perf: ## loadgen vs wrk vs hey vs vegeta on loopback, TLS vs wrk and h2 vs h2load; open-loop schedule and latency overhead; parser, reporter and fast-origin benchmarks
 	@scripts/perf.sh
 	@go test -run '^$$' -bench 'OpenLoopSchedule|DelayedHandlerOverhead' -benchtime 3x ./loadgen/internal/attack
 	@go test -run '^$$' -bench . -cpu 1 ./exporter/internal/gctrace

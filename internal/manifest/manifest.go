@@ -143,6 +143,11 @@ type Cell struct {
 	Latency      Latency          `json:"latency"`                 // every measured request, late ones included
 	WrongOrigin  int64            `json:"wrong_origin,omitempty"`  // 2xx without the expected X-Origin
 
+	// Protocol is what the cell spoke: h1, tls, h2 or h3 (attack.Spec.Proto);
+	// TLS what its handshakes negotiated and counted, nil for h1.
+	Protocol string `json:"protocol,omitempty"`
+	TLS      *TLS   `json:"tls,omitempty"`
+
 	// The window is planned: [Start, Start + DurationS] with End = the
 	// planned end. Requests, Errors, Codes and ErrorReasons count what
 	// completed inside it. Requests still in flight at the end are drained

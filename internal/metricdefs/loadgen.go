@@ -6,7 +6,7 @@ var (
 	Requests = def(Def{Name: "proxybench_requests_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels, "code"),
 		Help: "Requests completed with an HTTP status, by status code."})
 	RequestErrors = def(Def{Name: "proxybench_request_errors_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels, "reason"),
-		Help: "Requests that got no complete HTTP response, by reason (timeout, refused, reset, eof, protocol, header_too_large, body_too_large, canceled, other)."})
+		Help: "Requests that got no complete HTTP response, by reason (timeout, refused, reset, eof, protocol, header_too_large, body_too_large, tls, canceled, other)."})
 	RequestDuration = def(Def{Name: "proxybench_request_duration_seconds", Type: Histogram, Owner: Loadgen, Labels: with(TrafficLabels),
 		Help: "Request latency until the last body byte: from the intended send time in open loop (coordinated omission corrected), from the actual send time in closed loop."})
 	ResponseBytes = def(Def{Name: "proxybench_response_bytes_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
@@ -29,6 +29,10 @@ var (
 		Help: "Requests that got no HTTP status after their attack's planned end (also counted in proxybench_request_errors_total), by reason."})
 	OpenLoopMissed = def(Def{Name: "proxybench_open_loop_missed_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
 		Help: "Open loop: requests due inside an attack's window and never sent (added at the window's end)."})
+	TLSHandshakes = def(Def{Name: "proxybench_tls_handshakes_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels, "result"),
+		Help: "TLS handshakes of the loadgen's connections (QUIC's included), by result: full, resumed, cert_error, alpn_mismatch (the server selected another protocol than asked), version_mismatch (the server refused the versions asked), error."})
+	TLSHandshakeDuration = def(Def{Name: "proxybench_tls_handshake_duration_seconds", Type: Histogram, Owner: Loadgen, Labels: with(TrafficLabels, "resumed"),
+		Help: "Duration of the completed TLS handshakes, from the ClientHello to the handshake's end (TCP connect excluded; HTTP/3: the whole QUIC dial), by resumed (true, false)."})
 	OpenLoopCapped = def(Def{Name: "proxybench_open_loop_capped_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
 		Help: "Open loop: sends that waited because max in flight was reached (the target saturated, not the loadgen)."})
 )

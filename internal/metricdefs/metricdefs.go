@@ -130,8 +130,9 @@ func (d *Def) NewDesc(constant prometheus.Labels) *prometheus.Desc {
 
 // Label sets shared by several rows.
 var (
-	// TrafficLabels are the labels of the loadgen's traffic series.
-	TrafficLabels = []string{"proxy", "origin", "scenario"}
+	// TrafficLabels are the labels of the loadgen's traffic series;
+	// protocol is what the attack spoke: h1, tls, h2 or h3.
+	TrafficLabels = []string{"proxy", "origin", "scenario", "protocol"}
 	// CellLabels are the labels of the cell window series; all are bounded
 	// by the plan.
 	CellLabels = []string{"run", "cell", "proxy", "origin", "scenario", "tier", "arm", "repeat"}

@@ -35,8 +35,8 @@ func WithClock(now func() time.Time) Option { return func(a *Attacker) { a.now =
 // WithLogger sets where the attacker logs (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(a *Attacker) { a.log = l } }
 
-// WithNetHTTP sends through net/http instead of the lean HTTP/1.1 client.
-// https URLs always use net/http.
+// WithNetHTTP sends h1 and tls through net/http instead of the lean
+// client, and h2 through x/net/http2 instead of the HTTP/2 loop.
 func WithNetHTTP() Option { return func(a *Attacker) { a.netHTTP = true } }
 
 // WithGoroutinePerConn runs closed loops with a goroutine per connection on
@@ -58,19 +58,34 @@ func New(m *Metrics, opts ...Option) *Attacker {
 
 // The engines that send an attack (Attacker.Engine).
 const (
-	EngineEvLoop  = "evloop"   // package wire's epoll event loop: closed loops on Linux
-	EngineNetpoll = "netpoll"  // a goroutine per connection on Go's netpoller
-	EngineNetHTTP = "net-http" // net/http's client: WithNetHTTP, and https
+	EngineEvLoop  = "evloop"   // package wire's epoll event loop: h1 closed loops on Linux
+	EngineNetpoll = "netpoll"  // the lean client, a goroutine per connection on Go's netpoller (h1, tls)
+	EngineNetHTTP = "net-http" // net/http's client: WithNetHTTP (h1, tls)
+	EngineH2      = "h2"       // package wire's HTTP/2 loop: h2 closed loops, a goroutine per connection
+	EngineH2Mux   = "h2-mux"   // x/net/http2's ClientConn per connection, a goroutine per stream (h2 otherwise)
+	EngineH3      = "h3"       // quic-go's HTTP/3 ClientConn per connection, a goroutine per stream
 )
 
-// Engine is the engine that sends s: the event loop for an uncapped closed
-// loop of fixed connections on Linux, net/http for https or WithNetHTTP,
-// else a goroutine per connection.
+// Engine is the engine that sends s. An uncapped closed loop of fixed
+// connections goes to a loop that owns its connections: h1 on Linux the
+// epoll event loop, h2 the HTTP/2 loop (keep-alive, bodies up to 16 KiB).
+// Otherwise h2 goes through x/net/http2, h3 through quic-go, and h1 and
+// tls through the lean client with a goroutine per connection (tls always:
+// the event loop speaks no TLS). WithNetHTTP takes net/http for h1 and
+// tls, x/net/http2 for h2.
 func (a *Attacker) Engine(s *Spec) string {
+	p := specProto(s)
+	fixed := s.Load != nil && s.Load.Pacer() == nil && s.Load.Active() == nil && s.MaxRate == 0
 	switch {
-	case a.netHTTP || isHTTPS(s.URL):
+	case p == ProtoH2 && fixed && !a.netHTTP && !a.netpoll && !s.NewConnPerRequest && len(s.Body) <= wire.H2MaxLoopBody:
+		return EngineH2
+	case p == ProtoH2:
+		return EngineH2Mux
+	case p == ProtoH3:
+		return EngineH3
+	case a.netHTTP:
 		return EngineNetHTTP
-	case wire.EventLoopAvailable && !a.netpoll && s.Load != nil && s.Load.Pacer() == nil && s.Load.Active() == nil && s.MaxRate == 0:
+	case p == ProtoH1 && wire.EventLoopAvailable && !a.netpoll && fixed:
 		return EngineEvLoop
 	}
 	return EngineNetpoll
@@ -82,9 +97,13 @@ type run struct {
 	s       Spec
 	rm      *runMetrics
 	req     *wire.Request
-	evloop  bool // closed loop on the epoll event loop
-	newDoer func() wire.Doer
+	evloop  bool         // closed loop on the epoll event loop
+	h2loop  *wire.H2Loop // closed loop on the HTTP/2 loop
+	obs     func(worker int) wire.HandshakeObserver
+	newDoer func(worker int) wire.Doer
+	closers []func() // run when every worker is done: the multiplexed pool
 	recs    []*recorder
+	per     int // workers per connection: Spec.Streams for h2 and h3, else 1
 
 	total       time.Duration           // the planned window
 	start, stop time.Time               // window start, planned end (set by begin)
@@ -128,6 +147,9 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	go func() { defer monWG.Done(); r.monitor(done, progress) }()
 
 	r.wg.Wait() // every request sent has completed: the drain is over
+	for _, c := range r.closers {
+		c()
+	}
 	<-edgesDone // and the planned end (or the cancellation) has come
 	close(done)
 	monWG.Wait()
@@ -144,27 +166,69 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 }
 
 func (a *Attacker) prepare(s *Spec) (*run, error) {
-	r := &run{a: a, s: *s, rm: a.m.forRun(s.Labels)}
-	req, err := wire.NewRequest(target(s))
-	if err != nil {
-		return nil, err
-	}
-	r.req = req
+	proto := specProto(s)
+	r := &run{a: a, s: *s, rm: a.m.forRun(s.Labels, proto), per: 1}
 	m := s.Load
 	r.total, r.maxWorkers, r.pacer, r.active = m.Window(), m.MaxWorkers(), m.Pacer(), m.Active()
-	engine := a.Engine(s)
-	stdlib := engine == EngineNetHTTP
-	r.evloop = engine == EngineEvLoop
-	if stdlib {
-		t := target(s)
-		client := wire.NewStdClient(&t, max(r.maxWorkers, 1))
-		r.newDoer = func() wire.Doer { return wire.NewStdDoer(client, &t) }
-	} else {
-		r.newDoer = func() wire.Doer { return wire.NewLeanConn(req) }
+	conns := r.maxWorkers
+	if proto.Multiplexed() && s.Streams > 1 {
+		// The model's connections carry Streams workers each.
+		r.per = s.Streams
+		r.maxWorkers *= r.per
+		if act := r.active; act != nil {
+			r.active = func(d time.Duration) int { return act(d) * r.per }
+		}
+	}
+	t := target(s)
+	if proto.Secure() {
+		cfg, err := tlsConfig(s, conns)
+		if err != nil {
+			return nil, err
+		}
+		t.TLS = cfg
 	}
 	n := min(r.maxWorkers, maxRecorders)
 	for range n {
 		r.recs = append(r.recs, newRecorder(r.pacer != nil))
+	}
+	obs := func(w int) wire.HandshakeObserver { return &tlsObserver{rec: r.recs[w%len(r.recs)], rm: r.rm} }
+	r.obs = obs
+	req, err := wire.NewRequest(t)
+	if err != nil {
+		return nil, err
+	}
+	r.req = req
+	engine := a.Engine(s)
+	r.evloop = engine == EngineEvLoop
+	switch engine {
+	case EngineH2:
+		loop, err := wire.NewH2Loop(&t, conns, r.per)
+		if err != nil {
+			return nil, err
+		}
+		r.h2loop = loop
+	case EngineH2Mux, EngineH3:
+		pool, err := wire.NewMuxPool(&t, conns, r.per)
+		if err != nil {
+			return nil, err
+		}
+		r.closers = append(r.closers, pool.Close)
+		r.newDoer = func(w int) wire.Doer { return pool.Doer(w, obs(w)) }
+	case EngineNetHTTP:
+		client := wire.NewStdClient(&t, max(r.maxWorkers, 1))
+		r.newDoer = func(w int) wire.Doer {
+			d := wire.NewStdDoer(client, &t)
+			d.Observer = obs(w)
+			return d
+		}
+	default:
+		r.newDoer = func(w int) wire.Doer {
+			c := wire.NewLeanConn(req)
+			if req.Secure() {
+				c.Observer = obs(w)
+			}
+			return c
+		}
 	}
 	if r.pacer != nil {
 		publish(r.rm.targetRate, &r.pubRate, r.pacer.Rate(0))
@@ -234,6 +298,8 @@ func (r *run) launch(ctx context.Context) error {
 	switch {
 	case r.evloop:
 		return r.launchEvLoop(r.req) // calls begin once its sockets are ready
+	case r.h2loop != nil:
+		r.launchH2Loop()
 	case r.pacer != nil:
 		r.begin()
 		initial := min(r.maxWorkers, max(4, 2*runtime.GOMAXPROCS(0)))
@@ -267,7 +333,7 @@ func (r *run) spawn(ctx context.Context, fn func(context.Context, int)) bool {
 // closedWorker sends its next request as soon as the previous one is done;
 // under concurrency stages it idles while its id is above the target.
 func (r *run) closedWorker(ctx context.Context, id int) {
-	d := r.newDoer()
+	d := r.newDoer(id)
 	defer d.Close()
 	rec := r.recs[id%len(r.recs)]
 	idle := time.NewTimer(time.Hour)
@@ -331,7 +397,7 @@ func (r *run) hold(ctx context.Context, timer *time.Timer, now, until time.Time)
 // from the due time (coordinated omission corrected). At the window's end
 // the workers stop sending: what was due and not sent by then is missed.
 func (r *run) openWorker(ctx context.Context, id int) {
-	d := r.newDoer()
+	d := r.newDoer(id)
 	defer d.Close()
 	if c, ok := d.(wire.Connector); ok {
 		c.Connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it

@@ -30,7 +30,7 @@ func BenchmarkRequest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d := r.newDoer()
+			d := r.newDoer(0)
 			defer d.Close()
 			rec := r.recs[0]
 			b.ReportAllocs()
@@ -51,7 +51,7 @@ func BenchmarkRequest(b *testing.B) {
 // of its I/O.
 func BenchmarkRecord(b *testing.B) {
 	a, _ := newAttacker(b)
-	rm := a.m.forRun(Labels{"p", "o", "s"})
+	rm := a.m.forRun(Labels{"p", "o", "s"}, ProtoH1)
 	rec := newRecorder(false)
 	res := wire.Response{Code: 200, Bytes: 100, OriginOK: true}
 	done := time.Now()

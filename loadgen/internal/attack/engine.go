@@ -7,10 +7,10 @@ import (
 	"proxybench/loadgen/internal/wire"
 )
 
-// target is what package wire sends for s.
+// target is what package wire sends for s (its TLS config apart).
 func target(s *Spec) wire.Target {
 	return wire.Target{URL: s.URL, Method: s.Method, Header: s.Header, Body: s.Body, NewConnPerRequest: s.NewConnPerRequest,
-		ExpectOrigin: s.ExpectOrigin, Timeout: s.Timeout, Limits: specLimits(s)}
+		ExpectOrigin: s.ExpectOrigin, Timeout: s.Timeout, Limits: specLimits(s), Proto: specProto(s)}
 }
 
 // launchEvLoop starts the closed loop on package wire's event loop: one
@@ -51,4 +51,18 @@ func (s *loopSink) InFlight(delta int64) { s.rec.inFlight.Add(delta) }
 // window start, late when done after its end.
 func (s *loopSink) Done(sent, done time.Time, res wire.Response, err error) {
 	s.rec.record(s.r.rm, done, done.Sub(sent), res, err, nil, done.After(s.r.end()))
+}
+
+// launchH2Loop starts the closed loop on package wire's HTTP/2 loop: a
+// goroutine per connection, connection i reporting to recorder i (mod
+// their number), each carrying Spec.Streams workers.
+func (r *run) launchH2Loop() {
+	r.workers.Store(int64(r.maxWorkers))
+	r.begin()
+	for i := range r.h2loop.Conns() {
+		sink := &loopSink{r: r, rec: r.recs[i%len(r.recs)]}
+		obs := r.obs(i)
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.h2loop.Run(i, sink, obs) }()
+	}
 }

@@ -27,6 +27,8 @@ type Metrics struct {
 	lateErrors  *prometheus.CounterVec
 	missed      *prometheus.CounterVec
 	capped      *prometheus.CounterVec
+	handshakes  *prometheus.CounterVec
+	hsDuration  *prometheus.HistogramVec
 }
 
 // latencyBuckets are the classic buckets kept next to the native ones so
@@ -62,9 +64,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lateErrors:  metricdefs.RequestErrorsLate.NewCounterVec(),
 		missed:      metricdefs.OpenLoopMissed.NewCounterVec(),
 		capped:      metricdefs.OpenLoopCapped.NewCounterVec(),
+		handshakes:  metricdefs.TLSHandshakes.NewCounterVec(),
+		hsDuration:  hist(metricdefs.TLSHandshakeDuration),
 	}
 	reg.MustRegister(m.requests, m.errors, m.duration, m.bytes, m.inFlight, m.scheduled,
-		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.lateCodes, m.lateErrors, m.missed, m.capped)
+		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.lateCodes, m.lateErrors, m.missed, m.capped,
+		m.handshakes, m.hsDuration)
 	return m
 }
 
@@ -92,11 +97,14 @@ type runMetrics struct {
 	lateErrors  [numReasons]prometheus.Counter
 	missed      prometheus.Counter
 	capped      prometheus.Counter
+
+	handshakes        [wire.NumHandshakeResults]prometheus.Counter
+	handshakeDuration [2]prometheus.Observer // resumed false, true
 }
 
-func (m *Metrics) forRun(l Labels) *runMetrics {
-	lv := prometheus.Labels{"proxy": l.Proxy, "origin": l.Origin, "scenario": l.Scenario}
-	vals := []string{l.Proxy, l.Origin, l.Scenario}
+func (m *Metrics) forRun(l Labels, p wire.Proto) *runMetrics {
+	lv := prometheus.Labels{"proxy": l.Proxy, "origin": l.Origin, "scenario": l.Scenario, "protocol": string(p)}
+	vals := []string{l.Proxy, l.Origin, l.Scenario, string(p)}
 	r := &runMetrics{
 		codes:       m.requests.MustCurryWith(lv),
 		duration:    m.duration.WithLabelValues(vals...),
@@ -114,6 +122,14 @@ func (m *Metrics) forRun(l Labels) *runMetrics {
 	for i := range r.errors {
 		r.errors[i] = m.errors.WithLabelValues(append(vals, reasonNames[i])...)
 		r.lateErrors[i] = m.lateErrors.WithLabelValues(append(vals, reasonNames[i])...)
+	}
+	if p.Secure() { // h1 publishes no handshake series
+		for i := range r.handshakes {
+			r.handshakes[i] = m.handshakes.WithLabelValues(append(vals, wire.HandshakeResultNames[i])...)
+		}
+		for i, resumed := range []string{"false", "true"} {
+			r.handshakeDuration[i] = m.hsDuration.WithLabelValues(append(vals, resumed)...)
+		}
 	}
 	return r
 }

@@ -122,23 +122,23 @@ func TestMetricsCountEverything(t *testing.T) {
 		t.Errorf("window: sent %d missed %d capped %d, want 200 due", res.Sent, res.Missed, res.Capped)
 	}
 	wants := []string{
-		`proxybench_requests_total{code="418",origin="fast",proxy="caddy",scenario="simple"} ` + all,
-		`proxybench_open_loop_scheduled_total{origin="fast",proxy="caddy",scenario="simple"} 300`,
-		`proxybench_open_loop_sent_total{origin="fast",proxy="caddy",scenario="simple"} ` + all,
-		`proxybench_open_loop_missed_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(int(warm.Missed+res.Missed)),
-		`proxybench_open_loop_capped_total{origin="fast",proxy="caddy",scenario="simple"} 0`,
-		`proxybench_response_bytes_total{origin="fast",proxy="caddy",scenario="simple"} ` + itoa(6*int(warm.Sent+res.Sent)),
-		`proxybench_requests_in_flight{origin="fast",proxy="caddy",scenario="simple"} 0`,
-		`proxybench_target_rate_requests_per_second{origin="fast",proxy="caddy",scenario="simple"} 0`,
-		`proxybench_request_duration_seconds_count{origin="fast",proxy="caddy",scenario="simple"} ` + all,
-		`proxybench_open_loop_lag_seconds_count{origin="fast",proxy="caddy",scenario="simple"} ` + all,
-		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
-		`proxybench_request_errors_late_total{origin="fast",proxy="caddy",reason="timeout",scenario="simple"} 0`,
-		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="header_too_large",scenario="simple"} 0`,
-		`proxybench_request_errors_total{origin="fast",proxy="caddy",reason="body_too_large",scenario="simple"} 0`,
+		`proxybench_requests_total{code="418",origin="fast",protocol="h1",proxy="caddy",scenario="simple"} ` + all,
+		`proxybench_open_loop_scheduled_total{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} 300`,
+		`proxybench_open_loop_sent_total{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} ` + all,
+		`proxybench_open_loop_missed_total{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} ` + itoa(int(warm.Missed+res.Missed)),
+		`proxybench_open_loop_capped_total{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} 0`,
+		`proxybench_response_bytes_total{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} ` + itoa(6*int(warm.Sent+res.Sent)),
+		`proxybench_requests_in_flight{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} 0`,
+		`proxybench_target_rate_requests_per_second{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} 0`,
+		`proxybench_request_duration_seconds_count{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} ` + all,
+		`proxybench_open_loop_lag_seconds_count{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} ` + all,
+		`proxybench_request_errors_total{origin="fast",protocol="h1",proxy="caddy",reason="timeout",scenario="simple"} 0`,
+		`proxybench_request_errors_late_total{origin="fast",protocol="h1",proxy="caddy",reason="timeout",scenario="simple"} 0`,
+		`proxybench_request_errors_total{origin="fast",protocol="h1",proxy="caddy",reason="header_too_large",scenario="simple"} 0`,
+		`proxybench_request_errors_total{origin="fast",protocol="h1",proxy="caddy",reason="body_too_large",scenario="simple"} 0`,
 	}
 	if late := warm.Late + res.Late; late > 0 { // the late series of a code exists once one was late
-		wants = append(wants, `proxybench_requests_late_total{code="418",origin="fast",proxy="caddy",scenario="simple"} `+itoa(int(late)))
+		wants = append(wants, `proxybench_requests_late_total{code="418",origin="fast",protocol="h1",proxy="caddy",scenario="simple"} `+itoa(int(late)))
 	}
 	for _, want := range wants {
 		if !strings.Contains(text, want+"\n") {
@@ -146,7 +146,7 @@ func TestMetricsCountEverything(t *testing.T) {
 		}
 	}
 	// wrong origin only counts 2xx, and 418 is not one.
-	if !strings.Contains(text, `proxybench_wrong_origin_total{origin="fast",proxy="caddy",scenario="simple"} 0`) || res.WrongOrigin != 0 {
+	if !strings.Contains(text, `proxybench_wrong_origin_total{origin="fast",protocol="h1",proxy="caddy",scenario="simple"} 0`) || res.WrongOrigin != 0 {
 		t.Errorf("wrong origin counted for a non-2xx response")
 	}
 	if res.Requests+res.Late != res.Sent || res.Codes[418] != res.Requests {

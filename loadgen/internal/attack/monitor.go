@@ -5,6 +5,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/load"
 )
 
@@ -122,11 +123,19 @@ func (r *run) result() *Result {
 		LateReasons:  map[string]int64{},
 		Hist:         newHist(),
 	}
+	res.Protocol = specProto(&r.s)
+	var hs handshakes
+	if res.Protocol.Secure() {
+		res.TLS = &manifest.TLS{}
+	}
 	var lag *hdrhistogram.Histogram
 	if r.pacer != nil {
 		lag = newLagHist()
 	}
 	for _, rec := range r.recs {
+		rec.mu.Lock()
+		hs.merge(&rec.hs)
+		rec.mu.Unlock()
 		res.Requests += rec.requests
 		res.Errors += rec.errors
 		res.Bytes += rec.bytes
@@ -156,6 +165,9 @@ func (r *run) result() *Result {
 		if lag != nil { // and so rec.lag: both kept in open loop only
 			lag.Merge(rec.lag)
 		}
+	}
+	if res.TLS != nil {
+		hs.fill(res.TLS)
 	}
 	if r.pacer != nil {
 		res.Scheduled = load.CountDue(r.pacer, 0, r.schedEnd())

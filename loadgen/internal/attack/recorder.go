@@ -50,6 +50,8 @@ type recorder struct {
 	lateReasons [numReasons]int64
 	drainEnd    time.Time // last late completion
 
+	hs handshakes // TLS: this recorder's workers' handshakes
+
 	allRequests, allErrors int64 // warm-up included, for progress
 	codeCounters           map[int]prometheus.Counter
 

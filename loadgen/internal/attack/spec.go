@@ -8,13 +8,49 @@
 package attack
 
 import (
+	"crypto/x509"
 	"net/http"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/load"
+	"proxybench/loadgen/internal/wire"
 )
+
+// Proto is the protocol an attack speaks (package wire's).
+type Proto = wire.Proto
+
+// The protocols of Spec.Proto.
+const (
+	ProtoH1  = wire.ProtoH1  // HTTP/1.1 over TCP, http:// URLs
+	ProtoTLS = wire.ProtoTLS // HTTP/1.1 over TLS (ALPN http/1.1), https:// URLs
+	ProtoH2  = wire.ProtoH2  // HTTP/2 over TLS (ALPN h2), https:// URLs
+	ProtoH3  = wire.ProtoH3  // HTTP/3 over QUIC (ALPN h3), https:// URLs
+)
+
+// TLSSettings are the client side of an attack's TLS (Proto tls, h2, h3).
+type TLSSettings struct {
+	// CAFile is a PEM file of the CAs to trust; "" = DefaultCAFile (the
+	// lab CA of internal/tlscert) when it exists, else the system roots.
+	CAFile string
+	// RootCAs, when set, is trusted instead of CAFile.
+	RootCAs *x509.CertPool
+	// MinVersion and MaxVersion bound the versions offered
+	// (tls.VersionTLS12, tls.VersionTLS13); 0 = 1.2 and 1.3. A server
+	// that refuses them fails the handshake (HandshakeVersion).
+	MinVersion, MaxVersion uint16
+	// ServerName is the SNI and the name the certificate must carry; ""
+	// = the URL's host.
+	ServerName string
+	// DisableResumption makes every handshake full: no session cache.
+	// By default the attack's connections share one session cache, so
+	// every connection after the first resumes its session (TLS 1.3
+	// tickets, 1.2 tickets or IDs): with NewConnPerRequest the two
+	// settings measure the full and the resumed handshake.
+	DisableResumption bool
+}
 
 // Labels are the bounded traffic labels every loadgen series carries.
 type Labels struct{ Proxy, Origin, Scenario string }
@@ -40,8 +76,22 @@ type Spec struct {
 	MaxHeaderBytes int   // default 64 KiB
 	MaxBodyBytes   int64 // default 64 MiB
 
-	NewConnPerRequest bool   // default keep-alive pool
-	ExpectOrigin      string // responses whose X-Origin differs are counted as WrongOrigin
+	NewConnPerRequest bool // default keep-alive pool
+
+	// Proto is the protocol spoken: "" = h1 for http:// URLs, tls for
+	// https:// ones; h2 and h3 need https://. The client offers only the
+	// protocol's ALPN ID and fails a handshake that selects another
+	// (reason tls, handshake result alpn_mismatch).
+	Proto Proto
+	// Streams is, for h2 and h3, how many requests each connection
+	// carries at once (0 = 1): the load model's connections (closed
+	// loop) or max in flight (open loop) count connections, and the
+	// attack runs Streams workers on each, so a closed loop of C
+	// connections keeps C x Streams requests in flight. h1 and tls take
+	// none (a connection carries one request at a time).
+	Streams      int
+	TLS          TLSSettings
+	ExpectOrigin string // responses whose X-Origin differs are counted as WrongOrigin
 
 	// MaxRate caps the rate at which sends start, in requests/s (0 = no
 	// cap), like JMeter's throughput timer: a send is held until the cap
@@ -76,6 +126,11 @@ type Spec struct {
 // window.
 type Result struct {
 	Start, End time.Time
+
+	// Protocol is what was spoken (Spec.Proto resolved); TLS is what the
+	// attack's handshakes negotiated and how they went, nil for h1.
+	Protocol Proto
+	TLS      *manifest.TLS
 
 	Requests    int64 // completed with an HTTP status inside the window
 	Errors      int64 // no HTTP status (transport errors) inside the window

@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -56,6 +57,32 @@ func (s *Spec) validate() error {
 	case u.Host == "":
 		bad("spec URL %q has no host: use e.g. http://127.0.0.1:8882/fast/", s.URL)
 	}
+	s.Proto = specProto(s)
+	switch _, perr := wire.ParseProto(string(s.Proto)); {
+	case perr != nil:
+		bad("spec Proto: %v", perr)
+	case err == nil && s.Proto == ProtoH1 && u.Scheme == "https":
+		bad("spec Proto h1 with the https URL %q: h1 is HTTP/1.1 over TCP; use tls, h2 or h3 (or an http:// URL)", s.URL)
+	case err == nil && s.Proto.Secure() && u.Scheme == "http":
+		bad("spec Proto %s with the http URL %q: it runs over TLS; use an https:// URL (a proxy's TLS port, stack.TLSURL)", s.Proto, s.URL)
+	}
+	switch {
+	case s.Streams < 0:
+		bad("spec Streams %d is negative: use the requests in flight per connection, e.g. 10 (0 = 1)", s.Streams)
+	case s.Streams > 1 && !s.Proto.Multiplexed():
+		bad("spec Streams %d with Proto %s: only h2 and h3 carry several requests at once on a connection; use more connections", s.Streams, s.Proto)
+	}
+	for _, v := range []struct {
+		name string
+		v    uint16
+	}{{"MinVersion", s.TLS.MinVersion}, {"MaxVersion", s.TLS.MaxVersion}} {
+		if v.v != 0 && v.v != tls.VersionTLS12 && v.v != tls.VersionTLS13 {
+			bad("spec TLS %s %#x: use tls.VersionTLS12 or tls.VersionTLS13 (0 = 1.2 .. 1.3)", v.name, v.v)
+		}
+	}
+	if s.TLS.MinVersion != 0 && s.TLS.MaxVersion != 0 && s.TLS.MinVersion > s.TLS.MaxVersion {
+		bad("spec TLS MinVersion %s is above MaxVersion %s", tls.VersionName(s.TLS.MinVersion), tls.VersionName(s.TLS.MaxVersion))
+	}
 	if s.Method == "" {
 		s.Method = "GET"
 	}
@@ -100,4 +127,16 @@ func (s *Spec) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// specProto is the protocol s speaks: Spec.Proto, or for "" h1 over
+// http:// and tls over https://.
+func specProto(s *Spec) Proto {
+	if s.Proto != "" {
+		return s.Proto
+	}
+	if isHTTPS(s.URL) {
+		return ProtoTLS
+	}
+	return ProtoH1
 }

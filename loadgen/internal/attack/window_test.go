@@ -174,7 +174,7 @@ func TestOpenLoopOverCapacityIsCappedAndMissed(t *testing.T) {
 		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, srv.Handled.Load())
 	}
 	text := gather(t, reg)
-	lb := `{origin="fast",proxy="nginx",scenario="simple"}`
+	lb := `{origin="fast",protocol="h1",proxy="nginx",scenario="simple"}`
 	for _, want := range []string{
 		"proxybench_open_loop_missed_total" + lb + " " + itoa(int(res.Missed)),
 		"proxybench_open_loop_capped_total" + lb + " " + itoa(int(res.Capped)),
@@ -227,7 +227,7 @@ func TestSharedGaugesSumConcurrentAttacks(t *testing.T) {
 			}
 		})
 	}
-	sel := `{origin="fast",proxy="haproxy",scenario="auth"} `
+	sel := `{origin="fast",protocol="h1",proxy="haproxy",scenario="auth"} `
 	inFlight, rate := "proxybench_requests_in_flight"+sel+"5\n", "proxybench_target_rate_requests_per_second"+sel+"350.5\n"
 	deadline := time.Now().Add(1200 * time.Millisecond)
 	var text string

@@ -6,6 +6,7 @@ package attackcmd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/selfcpu"
+	"proxybench/loadgen/internal/wire"
 )
 
 type options struct {
@@ -45,6 +47,10 @@ type options struct {
 	headers    headerFlag
 	noProgress bool
 	cpuProfile string
+	proto      string
+	tlsMin     string
+	tlsMax     string
+	resume     bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -65,6 +71,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.stages, "stages", "", `ramping stages "DUR:TARGET,...", e.g. "10s:100,20s:500"`)
 	fs.StringVar(&o.stageKind, "stage-kind", load.KindRate, "what -stages ramps: rate (open loop) or concurrency (closed loop)")
 	fs.BoolVar(&s.NewConnPerRequest, "new-conn", false, "a new TCP connection per request instead of keep-alive")
+	fs.StringVar(&o.proto, "proto", "", "protocol: h1 (HTTP/1.1 over TCP), tls (HTTP/1.1 over TLS), h2 (HTTP/2 over TLS), h3 (HTTP/3 over QUIC); default h1 for http://, tls for https://")
+	fs.IntVar(&s.Streams, "streams", 1, "h2, h3: requests in flight per connection (-c counts connections)")
+	fs.StringVar(&o.tlsMin, "tls-min", "1.2", "lowest TLS version offered: 1.2 or 1.3")
+	fs.StringVar(&o.tlsMax, "tls-max", "1.3", "highest TLS version offered: 1.2 or 1.3")
+	fs.BoolVar(&o.resume, "resume", true, "TLS session resumption: the connections share a session cache (false: every handshake full)")
+	fs.StringVar(&s.TLS.CAFile, "ca", "", "PEM file of the CAs to trust (default "+attack.DefaultCAFile+" when it exists, else the system roots)")
+	fs.StringVar(&s.TLS.ServerName, "server-name", "", "TLS server name (SNI, and the name verified); default the URL's host")
 	fs.StringVar(&s.Method, "method", "GET", "HTTP method")
 	fs.StringVar(&o.bodyFile, "body-file", "", "file whose content is the request body")
 	fs.Var(&o.headers, "H", `request header "Name: value" (repeatable)`)
@@ -75,7 +88,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metrics, "metrics-addr", "", `serve /metrics here, e.g. 127.0.0.1:9500 ("" = no server)`)
 	fs.DurationVar(&o.linger, "linger", 0, "with -metrics-addr: keep serving this long after the attack")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON instead of the text summary")
-	fs.StringVar(&o.engine, "engine", "auto", "auto (epoll event loop for closed loops on Linux, else a goroutine per connection), netpoll (a goroutine per connection), net-http (net/http client): the last two for comparison")
+	fs.StringVar(&o.engine, "engine", "auto", "auto (h1: the epoll event loop for closed loops on Linux, else a goroutine per connection; h2: the HTTP/2 loop for closed loops, else x/net/http2), netpoll (a goroutine per connection; h2: x/net/http2), net-http (net/http; h2: x/net/http2): the last two for comparison")
 	fs.BoolVar(&o.noProgress, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the attack to this file")
 	fs.BoolVar(&o.knee, "knee", false, "breaking-point search: open-loop steps up until p99 or the error ratio breaks")
@@ -95,6 +108,21 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	cSet := false
 	fs.Visit(func(f *flag.Flag) { cSet = cSet || f.Name == "c" })
 	s.Header = o.headers.h
+	if o.proto != "" {
+		p, err := wire.ParseProto(o.proto)
+		if err != nil {
+			return nil, fmt.Errorf("-proto: %w", err)
+		}
+		s.Proto = p
+	}
+	var err error
+	if s.TLS.MinVersion, err = tlsVersion("-tls-min", o.tlsMin); err != nil {
+		return nil, err
+	}
+	if s.TLS.MaxVersion, err = tlsVersion("-tls-max", o.tlsMax); err != nil {
+		return nil, err
+	}
+	s.TLS.DisableResumption = !o.resume
 	if o.bodyFile != "" {
 		b, err := os.ReadFile(o.bodyFile)
 		if err != nil {
@@ -133,6 +161,17 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	s.Load = m
 	o.kneeOpts.MaxInFlight, o.kneeOpts.Warmup = o.conc, o.warmup
 	return o, nil
+}
+
+// tlsVersion parses a -tls-min/-tls-max value.
+func tlsVersion(flag, v string) (uint16, error) {
+	switch v {
+	case "1.2":
+		return tls.VersionTLS12, nil
+	case "1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("%s %q: use 1.2 or 1.3", flag, v)
 }
 
 // Main runs `loadgen attack`.

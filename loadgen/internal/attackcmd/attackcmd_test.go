@@ -3,6 +3,7 @@ package attackcmd
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"io"
@@ -12,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"proxybench/internal/metricslint"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +20,11 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"proxybench/internal/manifest"
+	"proxybench/internal/metricslint"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/load"
+	"proxybench/loadgen/internal/wire/wiretest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -70,6 +73,49 @@ func TestLimitFlags(t *testing.T) {
 	}
 }
 
+func TestProtocolFlags(t *testing.T) {
+	t.Parallel()
+	o, err := parse([]string{"-url", "https://127.0.0.1:1/", "-proto", "h2", "-streams", "8", "-tls-min", "1.3", "-resume=false", "-ca", "x.pem"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := o.spec
+	if s.Proto != attack.ProtoH2 || s.Streams != 8 || s.TLS.MinVersion != tls.VersionTLS13 || s.TLS.MaxVersion != tls.VersionTLS13 ||
+		!s.TLS.DisableResumption || s.TLS.CAFile != "x.pem" {
+		t.Errorf("spec %+v", s)
+	}
+	o, err = parse([]string{"-url", "https://127.0.0.1:1/"}, io.Discard)
+	if err != nil || o.spec.Proto != "" || o.spec.TLS.DisableResumption || o.spec.TLS.MinVersion != tls.VersionTLS12 {
+		t.Errorf("defaults: %v, %+v", err, o.spec)
+	}
+	for _, bad := range [][]string{{"-proto", "h4"}, {"-tls-min", "1.1"}, {"-tls-max", "2"}} {
+		if _, err := parse(append([]string{"-url", "https://127.0.0.1:1/"}, bad...), io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestAttackH2JSON runs -proto h2 end to end against a TLS server with a
+// lab certificate: the JSON names the protocol and what was negotiated.
+func TestAttackH2JSON(t *testing.T) {
+	t.Parallel()
+	srv := wiretest.NewTLSServer(t, wiretest.Hello, []string{"h2", "http/1.1"}, 0, 0)
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"-url", srv.URL + "/", "-proto", "h2", "-streams", "4", "-c", "2", "-d", "300ms",
+		"-json", "-quiet", "-ca", srv.CAFile}, &out, &errb, discard())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var s Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Protocol != "h2" || s.Streams != 4 || s.TLS == nil || s.TLS.ALPN != "h2" || s.TLS.Version != "TLS 1.3" ||
+		s.TLS.HandshakesFull+s.TLS.HandshakesResumed != 2 || s.Errors != 0 || s.Requests == 0 {
+		t.Errorf("summary %s", out.String())
+	}
+}
+
 // TestAttackJSON runs the subcommand end to end against a real server, with
 // the metrics endpoint on, and checks the JSON and the scrape.
 func TestAttackJSON(t *testing.T) {
@@ -102,9 +148,9 @@ func TestAttackJSON(t *testing.T) {
 	// the last response by one tick; and the gauges are 0 only once the
 	// planned end has passed (no more sends) and the drain is over.
 	finals := [][]byte{
-		[]byte(`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100` + "\n"),
-		[]byte(`proxybench_target_rate_requests_per_second{origin="fast",proxy="nginx",scenario="simple"} 0` + "\n"),
-		[]byte(`proxybench_requests_in_flight{origin="fast",proxy="nginx",scenario="simple"} 0` + "\n"),
+		[]byte(`proxybench_open_loop_scheduled_total{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 100` + "\n"),
+		[]byte(`proxybench_target_rate_requests_per_second{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 0` + "\n"),
+		[]byte(`proxybench_requests_in_flight{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 0` + "\n"),
 	}
 	final := func(scrape []byte) bool {
 		for _, f := range finals {
@@ -141,8 +187,8 @@ func TestAttackJSON(t *testing.T) {
 		t.Errorf("latency %+v, window %vs", s.Latency, s.WindowS)
 	}
 	for _, want := range []string{
-		`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"} ` + strconv.FormatInt(s.Sent, 10),
-		`proxybench_open_loop_scheduled_total{origin="fast",proxy="nginx",scenario="simple"} 100`,
+		`proxybench_requests_total{code="200",origin="fast",protocol="h1",proxy="nginx",scenario="simple"} ` + strconv.FormatInt(s.Sent, 10),
+		`proxybench_open_loop_scheduled_total{origin="fast",protocol="h1",proxy="nginx",scenario="simple"} 100`,
 		"process_cpu_seconds_total", "go_goroutines", "proxybench_loadgen_cpu_limit_cores",
 	} {
 		if !bytes.Contains(scrape, []byte(want)) {
@@ -201,20 +247,27 @@ func TestSummaryGolden(t *testing.T) {
 		Requests: 990, Errors: 10, Bytes: 21000, Scheduled: 1000, Sent: 997, Missed: 3, Capped: 12, LagP99: 1234 * time.Microsecond,
 		WrongOrigin: 1, Codes: map[int]int64{200: 980, 503: 10}, ErrorReasons: map[string]int64{"timeout": 7, "reset": 3}, Hist: h,
 		Late: 4, LateCodes: map[int]int64{200: 3}, LateReasons: map[string]int64{"timeout": 1}, DrainEnd: t0.Add(15*time.Second + 250*time.Millisecond),
+		Protocol: attack.ProtoH1,
 	}
+	h2 := *res
+	h2.Protocol = attack.ProtoH2
+	h2.TLS = &manifest.TLS{ALPN: "h2", Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256", HandshakesFull: 1, HandshakesResumed: 9, ALPNMismatches: 2}
 	for _, tc := range []struct {
 		name string
 		o    options
+		res  *attack.Result
 	}{
 		{"open", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Load: load.Open{Rate: 100,
-			MaxInFlight: 10000}, ExpectOrigin: "fast"}, rate: 100, conc: 10000}},
+			MaxInFlight: 10000}, ExpectOrigin: "fast"}, rate: 100, conc: 10000}, res},
 		{"closed", options{spec: attack.Spec{URL: "http://127.0.0.1:8882/fast/", Method: "GET", Load: load.Closed{
-			Connections: 50}, NewConnPerRequest: true}, conc: 50}},
+			Connections: 50}, NewConnPerRequest: true}, conc: 50}, res},
+		{"h2", options{spec: attack.Spec{URL: "https://127.0.0.1:9882/fast/", Method: "GET", Load: load.Closed{
+			Connections: 10}, Proto: attack.ProtoH2, Streams: 10}, conc: 10}, &h2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if err := writeResult(&b, &tc.o, res, t0, false); err != nil {
+			if err := writeResult(&b, &tc.o, tc.res, t0, false); err != nil {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", "summary-"+tc.name+".txt")

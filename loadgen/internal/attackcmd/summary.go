@@ -18,6 +18,9 @@ import (
 // Summary is the JSON form of one attack (-json).
 type Summary struct {
 	URL          string           `json:"url"`
+	Protocol     string           `json:"protocol"`          // h1, tls, h2, h3
+	Streams      int              `json:"streams,omitempty"` // h2, h3: requests in flight per connection
+	TLS          *manifest.TLS    `json:"tls,omitempty"`     // what the handshakes negotiated and counted
 	Mode         string           `json:"mode"`
 	Concurrency  int              `json:"concurrency"`
 	Rate         float64          `json:"rate_rps,omitempty"`
@@ -59,6 +62,10 @@ func summarize(o *options, r *attack.Result, warmStart time.Time, interrupted bo
 		Requests: r.Requests, Errors: r.Errors, RPS: r.RPS(), Bytes: r.Bytes, Scheduled: r.Scheduled, Sent: r.Sent,
 		WrongOrigin: r.WrongOrigin, Codes: map[string]int64{}, ErrorReasons: r.ErrorReasons, Latency: manifest.LatencyOf(r.Hist),
 		Missed: r.Missed, Capped: r.Capped, MaxRate: o.spec.MaxRate, Held: r.Held, LagP99S: r.LagP99.Seconds(), Late: r.Late,
+		Protocol: string(r.Protocol), TLS: r.TLS,
+	}
+	if o.spec.Streams > 1 {
+		s.Streams = o.spec.Streams
 	}
 	for c, n := range r.Codes {
 		s.Codes[strconv.Itoa(c)] = n
@@ -92,9 +99,25 @@ func writeResult(w io.Writer, o *options, r *attack.Result, warmStart time.Time,
 	if o.spec.NewConnPerRequest {
 		conn = "new connection per request"
 	}
-	fmt.Fprintf(&b, "%s %s: %s, %s\n", o.spec.Method, s.URL, what, conn)
+	if s.Streams > 1 {
+		conn += fmt.Sprintf(", %d streams per connection", s.Streams)
+	}
+	fmt.Fprintf(&b, "%s %s: %s, %s, %s\n", o.spec.Method, s.URL, what, s.Protocol, conn)
 	if interrupted {
 		b.WriteString("INTERRUPTED: the numbers cover the part that ran\n")
+	}
+	if t := s.TLS; t != nil {
+		fmt.Fprintf(&b, "  tls          %s, %s, ALPN %q; handshakes: %d full, %d resumed, %d certificate errors",
+			t.Version, t.Cipher, t.ALPN, t.HandshakesFull, t.HandshakesResumed, t.CertErrors)
+		for _, x := range []struct {
+			n    int64
+			what string
+		}{{t.ALPNMismatches, "ALPN mismatches (another protocol than asked)"}, {t.VersionRefused, "refused versions"}, {t.HandshakeErrors, "other failures"}} {
+			if x.n > 0 {
+				fmt.Fprintf(&b, ", %d %s", x.n, x.what)
+			}
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "  window       %.3fs (after %.3fs warm-up)\n", s.WindowS, s.Start.Sub(s.WarmupStart).Seconds())
 	fmt.Fprintf(&b, "  requests     %d  (%.1f/s)\n", s.Requests, s.RPS)

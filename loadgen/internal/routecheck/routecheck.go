@@ -2,7 +2,10 @@
 // per route checking status, body and the X-Origin header, retried while a
 // stack starts. `loadgen preflight` prints its results as a table; the
 // runner uses CheckProxy to skip the cells of a broken route and CheckRoute
-// to tell a broken route from a slow one after a cell.
+// to tell a broken route from a slow one after a cell. CheckTLS proves a
+// proxy's TLS port negotiates what a cell asks (certificate, version,
+// ALPN), so a proxy that falls back to HTTP/1.1 fails before it is
+// measured.
 package routecheck
 
 import (

@@ -86,7 +86,7 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 		`proxybench_cell_window_end_timestamp_seconds{arm="",cell="nginx.fast.simple.1s.r1",origin="fast",proxy="nginx",repeat="1",run="t1",scenario="simple",tier="1s"}`,
 		`proxybench_cell_window_start_timestamp_seconds{arm="",cell="caddy.fast.simple.1s.r1"`,
 		`proxybench_cell_concurrency{arm="",cell="caddy.fast.simple.1s.r1",origin="fast",proxy="caddy",repeat="1",run="t1",scenario="simple",tier="1s"} 4`,
-		`proxybench_requests_total{code="200",origin="fast",proxy="nginx",scenario="simple"}`,
+		`proxybench_requests_total{code="200",origin="fast",protocol="h1",proxy="nginx",scenario="simple"}`,
 		`process_cpu_seconds_total`, `go_goroutines`,
 	} {
 		if !slices.ContainsFunc(midRun, func(l string) bool { return strings.HasPrefix(l, want) }) {

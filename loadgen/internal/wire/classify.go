@@ -22,13 +22,14 @@ const (
 	ReasonProtocol
 	ReasonHeaderTooLarge
 	ReasonBodyTooLarge
+	ReasonTLS // the TLS handshake failed: certificate, version, ALPN or an alert
 	ReasonCanceled
 	ReasonOther
 	NumReasons
 )
 
 // ReasonNames are the reasons' label values.
-var ReasonNames = [NumReasons]string{"timeout", "refused", "reset", "eof", "protocol", "header_too_large", "body_too_large", "canceled", "other"}
+var ReasonNames = [NumReasons]string{"timeout", "refused", "reset", "eof", "protocol", "header_too_large", "body_too_large", "tls", "canceled", "other"}
 
 func (r Reason) String() string { return ReasonNames[r] }
 
@@ -44,6 +45,8 @@ func Classify(err error) Reason {
 		return ReasonCanceled
 	case errors.As(err, &le):
 		return le.reason
+	case isTLSFailure(err):
+		return ReasonTLS
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, syscall.ETIMEDOUT):
 		return ReasonTimeout

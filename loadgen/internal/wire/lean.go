@@ -3,11 +3,11 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -27,19 +27,17 @@ type Request struct {
 	origin    []byte // expected X-Origin, nil = no check
 	timeout   time.Duration
 	lim       Limits
+	tls       *tls.Config // nil = plain TCP
+	alpn      string
 }
 
 // NewRequest builds the request bytes of t once for every connection.
 func NewRequest(s Target) (*Request, error) {
-	u, err := url.Parse(s.URL)
+	u, addr, err := dialAddr(&s)
 	if err != nil {
-		return nil, fmt.Errorf("spec URL %q: %w", s.URL, err)
+		return nil, err
 	}
 	host := u.Host
-	addr := host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
 	path := u.RequestURI()
 	method := s.Method
 	if method == "" {
@@ -84,11 +82,21 @@ func NewRequest(s Target) (*Request, error) {
 	if s.ExpectOrigin != "" {
 		r.origin = []byte(s.ExpectOrigin)
 	}
+	if s.Proto.Secure() {
+		r.tls, r.alpn = clientTLS(s.TLS, s.Proto, u.Hostname()), s.Proto.ALPN()
+	}
 	return r, nil
 }
 
-// LeanConn is one worker's connection of the lean client.
+// Secure says the request goes over TLS: the event loop cannot send it.
+func (r *Request) Secure() bool { return r.tls != nil }
+
+// LeanConn is one worker's connection of the lean client, over TCP or
+// TLS (ProtoTLS).
 type LeanConn struct {
+	// Observer, when set, receives every TLS handshake of the connection.
+	Observer HandshakeObserver
+
 	req    *Request
 	dialer net.Dialer
 	c      net.Conn
@@ -121,10 +129,23 @@ func (l *LeanConn) Connect(deadline time.Time) error {
 	if l.c != nil {
 		return nil
 	}
+	return l.dial(deadline)
+}
+
+// dial connects, and over TLS shakes hands, until deadline.
+func (l *LeanConn) dial(deadline time.Time) error {
 	l.dialer.Deadline = deadline
 	c, err := l.dialer.Dial("tcp", l.req.addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("dial: %w", err)
+	}
+	if l.req.tls != nil {
+		tc, err := handshakeTLS(c, l.req.tls, l.req.alpn, deadline, l.Observer)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		c = tc
 	}
 	l.attach(c)
 	return nil
@@ -154,12 +175,9 @@ func (l *LeanConn) Do(deadline time.Time) (Response, error) {
 
 func (l *LeanConn) try(deadline time.Time) (resp Response, err error, stale bool) {
 	if l.c == nil {
-		l.dialer.Deadline = deadline
-		c, err := l.dialer.Dial("tcp", l.req.addr)
-		if err != nil {
-			return resp, fmt.Errorf("dial: %w", err), false
+		if err := l.dial(deadline); err != nil {
+			return resp, err, false
 		}
-		l.attach(c)
 	}
 	// Moving the deadline costs a runtime timer update; move it only when it
 	// would be more than 1 % of the timeout early, so the effective timeout

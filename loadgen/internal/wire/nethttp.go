@@ -12,17 +12,20 @@ import (
 	"time"
 )
 
-// StdDoer sends through net/http: used for https URLs (the lean client
-// speaks plain HTTP/1.1 only) and as the reference the lean client is
-// benchmarked and tested against (WithNetHTTP). It applies the same
-// response limits: the head's through the Transport, the body's itself.
+// StdDoer sends HTTP/1.1 through net/http, over TCP or TLS: the reference
+// the lean client is benchmarked and tested against (WithNetHTTP). It
+// applies the same response limits (the head's through the Transport, the
+// body's itself) and offers only ALPN http/1.1 over TLS.
 type StdDoer struct {
+	// Observer, when set, receives the TLS handshakes of the connections
+	// this worker's requests dialled.
+	Observer HandshakeObserver
+
 	client *http.Client
 	spec   *Target
 	origin string
 	lim    Limits
-	buf    []byte
-	lr     io.LimitedReader
+	body   bodyReader
 	trace  *httptrace.ClientTrace
 	conn   net.Conn // the connection of the current request (GotConn)
 }
@@ -55,14 +58,30 @@ func newStdTransport(s *Target, conns int) *http.Transport {
 		MaxResponseHeaderBytes: int64(s.Limits.Header), // 1xx heads included, as the lean client counts
 		ForceAttemptHTTP2:      false,
 		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{}, // no HTTP/2
-		TLSClientConfig:        &tls.Config{},
+		TLSClientConfig:        clientTLS(s.TLS, ProtoTLS, ""),
 	}
 }
 
 // NewStdDoer is a worker's Doer of t through client (NewStdClient).
 func NewStdDoer(client *http.Client, s *Target) *StdDoer {
 	d := &StdDoer{client: client, spec: s, origin: s.ExpectOrigin, lim: s.Limits}
-	d.trace = &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { d.conn = info.Conn }}
+	var t0 atomic.Int64 // net/http may dial on a goroutine of its own
+	d.trace = &httptrace.ClientTrace{
+		GotConn:           func(info httptrace.GotConnInfo) { d.conn = info.Conn },
+		TLSHandshakeStart: func() { t0.Store(time.Now().UnixNano()) },
+		TLSHandshakeDone: func(st tls.ConnectionState, err error) {
+			if d.Observer == nil {
+				return
+			}
+			h := Handshake{Duration: time.Duration(time.Now().UnixNano() - t0.Load())}
+			if err != nil {
+				h.Result, h.Err = ClassifyHandshake(err), err
+			} else {
+				observeState(&h, &st, ProtoTLS.ALPN()) //nolint:errcheck // in h
+			}
+			d.Observer.Handshake(&h)
+		},
+	}
 	return d
 }
 
@@ -102,27 +121,10 @@ func (d *StdDoer) headTooLarge(err error) bool {
 func (d *StdDoer) Do(deadline time.Time) (Response, error) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	var body io.Reader
-	if len(d.spec.Body) > 0 {
-		body = bytes.NewReader(d.spec.Body)
-	}
-	method := d.spec.Method
-	if method == "" {
-		method = http.MethodGet
-	}
 	d.conn = nil
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, d.trace), method, d.spec.URL, body)
+	req, err := newStdRequest(httptrace.WithClientTrace(ctx, d.trace), d.spec)
 	if err != nil {
 		return Response{}, err
-	}
-	for k, vs := range d.spec.Header {
-		req.Header[k] = vs
-	}
-	if h := req.Header.Get("Host"); h != "" {
-		req.Host = h
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "proxybench-loadgen")
 	}
 	res, err := d.client.Do(req)
 	if err != nil {
@@ -131,19 +133,59 @@ func (d *StdDoer) Do(deadline time.Time) (Response, error) {
 		}
 		return Response{}, err
 	}
-	// Closing a body that was not read to its end closes the connection.
+	return d.body.read(res, d.origin, d.lim)
+}
+
+// newStdRequest is one request of t for net/http's (or x/net/http2's, or
+// quic-go's) client.
+func newStdRequest(ctx context.Context, t *Target) (*http.Request, error) {
+	var body io.Reader
+	if len(t.Body) > 0 {
+		body = bytes.NewReader(t.Body)
+	}
+	method := t.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.URL, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range t.Header {
+		req.Header[k] = vs
+	}
+	if h := req.Header.Get("Host"); h != "" {
+		req.Host = h
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "proxybench-loadgen")
+	}
+	return req, nil
+}
+
+// bodyReader discards a net/http response body within the limits, with
+// a buffer of its own worker's.
+type bodyReader struct {
+	buf []byte
+	lr  io.LimitedReader
+}
+
+// read reads res's body to its end, discarding it, and closes it.
+func (b *bodyReader) read(res *http.Response, origin string, lim Limits) (Response, error) {
+	// Closing a body that was not read to its end closes the connection
+	// (HTTP/1.1) or resets the stream (HTTP/2, HTTP/3).
 	defer res.Body.Close()
-	if res.Body != http.NoBody && res.ContentLength > d.lim.Body {
-		return Response{}, errBodyTooLarge(d.lim.Body)
+	if res.Body != http.NoBody && res.ContentLength > lim.Body {
+		return Response{}, errBodyTooLarge(lim.Body)
 	}
-	if d.buf == nil {
-		d.buf = make([]byte, 32<<10)
+	if b.buf == nil {
+		b.buf = make([]byte, 32<<10)
 	}
-	d.lr = io.LimitedReader{R: res.Body, N: d.lim.Body + 1}
-	n, err := io.CopyBuffer(io.Discard, &d.lr, d.buf)
-	r := Response{Code: res.StatusCode, Bytes: n, OriginOK: d.origin == "" || res.Header.Get("X-Origin") == d.origin}
-	if err == nil && n > d.lim.Body {
-		return r, errBodyTooLarge(d.lim.Body)
+	b.lr = io.LimitedReader{R: res.Body, N: lim.Body + 1}
+	n, err := io.CopyBuffer(io.Discard, &b.lr, b.buf)
+	r := Response{Code: res.StatusCode, Bytes: n, OriginOK: origin == "" || res.Header.Get("X-Origin") == origin}
+	if err == nil && n > lim.Body {
+		return r, errBodyTooLarge(lim.Body)
 	}
 	return r, err
 }

@@ -42,9 +42,9 @@ func TestNativeHistogramScraped(t *testing.T) {
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 
-	reqs.WithLabelValues("nginx", "fast", "simple", "200") // born before the window, at 0
-	errs.WithLabelValues("nginx", "fast", "simple", "timeout")
-	h := lat.WithLabelValues("nginx", "fast", "simple")
+	reqs.WithLabelValues("nginx", "fast", "simple", "h1", "200") // born before the window, at 0
+	errs.WithLabelValues("nginx", "fast", "simple", "h1", "timeout")
+	h := lat.WithLabelValues("nginx", "fast", "simple", "h1")
 	prom := promtest.Start(t, promtest.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Native: true})
 	time.Sleep(2500 * time.Millisecond) // a few scrapes before the window
 
@@ -56,9 +56,9 @@ func TestNativeHistogramScraped(t *testing.T) {
 		v := 0.0005 * (1 + 20*math.Pow(float64(i%1000)/1000, 6)) * (1 + float64(i%7)/10)
 		obs = append(obs, v)
 		h.Observe(v)
-		reqs.WithLabelValues("nginx", "fast", "simple", "200").Inc()
+		reqs.WithLabelValues("nginx", "fast", "simple", "h1", "200").Inc()
 		if i%100 == 0 {
-			reqs.WithLabelValues("nginx", "fast", "simple", "502").Inc() // born inside the window
+			reqs.WithLabelValues("nginx", "fast", "simple", "h1", "502").Inc() // born inside the window
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
