@@ -8,6 +8,7 @@ package runner
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +82,12 @@ type Runner struct {
 	Cells    *cellmetrics.Metrics
 	Docker   Docker            // nil: no isolation, liveness checks or versions
 	Target   routecheck.Target // proxy -> base URL; default the stack's ports
+	// TLSTarget is proxy -> base URL of its TLS port (https://), where the
+	// TLS scenarios' cells go; default the stack's TLS ports.
+	TLSTarget routecheck.Target
+	// TLSDir holds the lab CA the TLS cells trust (internal/tlscert);
+	// default tlscert.DefaultDir.
+	TLSDir string
 	Display  progress.Display
 	Clock    Clock
 	Log      *slog.Logger
@@ -107,6 +114,9 @@ type Runner struct {
 	// after the cell that could not be saved (stop ends it).
 	full error
 	stop context.CancelFunc
+
+	rootCAs  *x509.CertPool // the lab CA, read once (tls.go)
+	rootsErr error
 }
 
 // Outcome is how a run ended.
@@ -122,6 +132,9 @@ type Outcome struct {
 func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if r.Target == nil {
 		r.Target = routecheck.StackTarget
+	}
+	if r.TLSTarget == nil {
+		r.TLSTarget = StackTLSTarget
 	}
 	if r.Clock == nil {
 		r.Clock = RealClock{}
@@ -225,6 +238,7 @@ type proxyState struct {
 	skipAll *manifest.Skip
 	ctr     *dockerx.Container
 	routes  map[string]routecheck.Result
+	tls     map[string]routecheck.Result // TLS preflight by protocol and version (tls.go)
 	dead    *manifest.Skip
 }
 
@@ -241,7 +255,7 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 	}()
 	st := r.proxies[proxy]
 	if st == nil {
-		st = &proxyState{routes: map[string]routecheck.Result{}}
+		st = &proxyState{routes: map[string]routecheck.Result{}, tls: map[string]routecheck.Result{}}
 		r.proxies[proxy] = st
 		st.skipAll, st.ctr = r.prepareProxy(ctx, iso, proxy)
 		if st.skipAll == nil {
@@ -263,13 +277,15 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			skip = st.dead
 		case !st.routes[c.Origin].OK:
 			skip = &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + st.routes[c.Origin].Reason}
+		default:
+			skip = r.tlsSkip(ctx, st, c)
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		if skip != nil {
 			mc := r.skipped(c, skip)
-			if c.Skip == nil {
+			if c.Skip == nil && skip.Kind != manifest.SkipNotApplicable {
 				r.broken++
 			}
 			r.finish(n, mc)

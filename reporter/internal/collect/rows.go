@@ -41,6 +41,8 @@ type cellAcc struct {
 	periods, throttled      report.Num // the loadgen cgroup's CFS periods
 	runDelay, pressure      report.Num
 	gomaxprocs              report.Num
+	hs                      report.HandshakeLatency // TLS handshake quantiles (hsRows)
+	hsCount, hsSum          report.Num
 }
 
 // cellRow is one number the report says about a cell: its key in the
@@ -168,6 +170,51 @@ func latencyRows() []cellRow {
 		}, into(func(a *cellAcc) *report.Num { return &a.latSum })})
 }
 
+// handshakeHist is the TLS handshake histogram accumulated over the
+// counting span, in the latency histogram's flavour (the same loadgen).
+func handshakeHist(q *cellQuery) string {
+	if q.kinds.LatencyNative {
+		return nativeHist(metricdefs.TLSHandshakeDuration.Name, q.sel, q.traffic)
+	}
+	return classicHist(metricdefs.TLSHandshakeDuration.Name, q.sel, q.traffic)
+}
+
+// handshakeRows are the TLS handshakes' latency quantiles, count and sum:
+// no series (an h1 cell) leaves them unknown.
+func handshakeRows() []cellRow {
+	rows := quantileRows("hs_", byLoadgen, handshakeHist,
+		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.hs.P50 }},
+		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.hs.P99 }})
+	return append(rows,
+		cellRow{"hs_count", byLoadgen, func(q *cellQuery) string {
+			if q.kinds.LatencyNative {
+				return "histogram_count(" + handshakeHist(q) + ")"
+			}
+			return counter(metricdefs.TLSHandshakeDuration.Count(), q.sel, "", q.traffic)
+		}, into(func(a *cellAcc) *report.Num { return &a.hsCount })},
+		cellRow{"hs_sum", byLoadgen, func(q *cellQuery) string {
+			if q.kinds.LatencyNative {
+				return "histogram_sum(" + handshakeHist(q) + ")"
+			}
+			return counter(metricdefs.TLSHandshakeDuration.Sum(), q.sel, "", q.traffic)
+		}, into(func(a *cellAcc) *report.Num { return &a.hsSum })})
+}
+
+// handshake is the cell's handshake latency from its rows; nil when no
+// handshake was counted.
+func (a *cellAcc) handshake() *report.HandshakeLatency {
+	if !a.hsCount.Known() || a.hsCount <= 0 {
+		return nil
+	}
+	h := a.hs
+	h.Count = int64(math.Round(float64(a.hsCount)))
+	h.Mean = report.NaN()
+	if a.hsSum.Known() {
+		h.Mean = a.hsSum / a.hsCount
+	}
+	return &h
+}
+
 // pauseHist is a Go proxy's GC pause histogram accumulated over the window,
 // native or classic; "" for other proxies.
 func pauseHist(q *cellQuery) string {
@@ -206,6 +253,7 @@ var cellRows = func() []cellRow {
 		{"capped", byLoadgen, traffic(metricdefs.OpenLoopCapped, ""), cell(func(c *report.Cell) *report.Num { return &c.Capped })},
 	}
 	rows = append(rows, latencyRows()...)
+	rows = append(rows, handshakeRows()...)
 	rows = append(rows, []cellRow{
 		// The lag histogram has the latency histogram's flavour (same loadgen).
 		{"lag_p99", byLoadgen, func(q *cellQuery) string {
