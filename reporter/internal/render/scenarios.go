@@ -23,7 +23,7 @@ func scenarioSection(r *report.Report) (Section, bool) {
 	if t, ok := tlsCostTable(r); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
-	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && hasScenarioData(r))
+	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && (hasScenarioData(r) || len(r.TLSCost) > 0))
 }
 
 // hasScenarioData says whether the run has a pair the section speaks of:
@@ -158,7 +158,10 @@ func tlsCostTable(r *report.Report) (Table, bool) {
 			"divided by the proxy CPU cores it used meanwhile."}}
 	micro := func(v report.Num) string { return fmtNum(v*1e6, 1) }
 	for _, c := range r.TLSCost {
-		over := Cell{Text: fmtPct(c.Overhead)}
+		over := txt("–")
+		if c.Overhead.Known() {
+			over = txt(fmt.Sprintf("%+.0f %%", 100*float64(c.Overhead)))
+		}
 		if !c.Comparable && c.Note != "" {
 			over = Cell{Text: "–", Class: "suspect"}
 			t.Notes = append(t.Notes, fmt.Sprintf("%s %s / %s: %s", c.Proxy, c.Origin, c.Tier, c.Note))
