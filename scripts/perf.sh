@@ -36,6 +36,7 @@ URL=http://$ADDR/
 TOOL_CPU=${TOOL_CPU:-1}
 ORIGIN_CPU=${ORIGIN_CPU:-0}
 
+source scripts/jobs.sh # apt_locked; its EXIT trap (job_stop_all) is replaced below: no job is started here
 tmp=$(mktemp -d)
 origin_pid=
 tls_pid=
@@ -45,7 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-source scripts/jobs.sh # apt_locked
 need() { # command debian-package
   command -v "$1" >/dev/null && return
   echo "perf: installing $2 (apt-get)" >&2
@@ -126,7 +126,7 @@ func main() {
 }
 GO
     (cd "$tmp/tlssrv" && printf 'module perftls\ngo 1.26\n' >go.mod && go build -o "$tmp/tlsorigin" .)
-    taskset -c "$ORIGIN_CPU" "$tmp/tlsorigin" "$TLS_ADDR" .cache/tls/server.crt .cache/tls/server.key 2>"$tmp/tlsorigin.log" &
+    taskset -c "$ORIGIN_CPU" "$tmp/tlsorigin" "$TLS_ADDR" .cache/tls/server.crt .cache/tls/server.key >/dev/null 2>"$tmp/tlsorigin.log" &
     tls_pid=$!
     tls_note="a minimal net/http TLS server (HTTP/2 and HTTP/1.1, lab certificate), pinned with taskset -c $ORIGIN_CPU"
     for _ in $(seq 50); do curl -fsS -m 1 --cacert .cache/tls/ca.crt -o /dev/null "$TLS_URL" 2>/dev/null && break; sleep 0.1; done

@@ -208,7 +208,7 @@ func (c *h2Conn) run() {
 			}
 			continue
 		}
-		if !c.frameBuffered() {
+		if !c.frameBuffered() && !c.drained() {
 			c.armDeadline()
 			if err := c.bw.Flush(); err != nil {
 				c.failAll(err, now)
@@ -247,6 +247,23 @@ func (c *h2Conn) frameBuffered() bool {
 	h, _ := c.br.Peek(3)
 	return n >= 9+int(uint32(h[0])<<16|uint32(h[1])<<8|uint32(h[2]))
 }
+
+// drained says whether the TLS records already read from the socket hold
+// a whole frame more: tls.Conn returns one record per Read, and the
+// HEADERS frames queued so far should go out in one write with the streams
+// the next records complete, not one write per record. A read deadline in
+// the past makes the check free: Go's poller fails it before any syscall,
+// and a timeout is no error to tls.Conn or the Framer (nothing consumed).
+func (c *h2Conn) drained() bool {
+	if c.c.SetReadDeadline(pastDeadline) != nil {
+		return false
+	}
+	c.dl = time.Time{} // armDeadline sets it again before the next wait
+	return c.fill() == nil
+}
+
+// pastDeadline is a deadline that has passed.
+var pastDeadline = time.Unix(1, 0)
 
 // fill reads until a whole frame is buffered, consuming nothing.
 func (c *h2Conn) fill() error {

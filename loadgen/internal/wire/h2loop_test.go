@@ -110,9 +110,9 @@ func serveRawH2(c net.Conn, perConn int, answered *atomic.Int64) {
 			}
 			n++
 			last = f.StreamID
+			answered.Add(1)                                                                                        // before the client can see it
 			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: block, EndHeaders: true}) //nolint:errcheck // test server
 			fr.WriteData(f.StreamID, true, []byte("ok"))                                                           //nolint:errcheck // test server
-			answered.Add(1)
 		}
 	}
 }

@@ -191,7 +191,7 @@ func clientTLS(cfg *tls.Config, p Proto, host string) *tls.Config {
 // handshakeTLS runs the client handshake on c until deadline and reports
 // it to obs (nil = nobody).
 func handshakeTLS(c net.Conn, cfg *tls.Config, alpn string, deadline time.Time, obs HandshakeObserver) (*tls.Conn, error) {
-	tc := tls.Client(c, cfg)
+	tc := tls.Client(rawTCP(c), cfg)
 	if err := tc.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
