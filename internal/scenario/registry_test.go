@@ -14,7 +14,7 @@ var defaults = Settings{AuthInvalid: 0.1, RateLimitOffered: 1500, SlowDelay: 2 *
 
 func TestRegistry(t *testing.T) {
 	t.Parallel()
-	if got := strings.Join(Names(), ","); got != "simple,auth,ratelimit,slow,payload-1k,payload-64k,payload-1m,upload-64k,churn," +
+	if got := strings.Join(Names(), ","); got != "simple,auth,ratelimit,slow,payload-1k,payload-64k,payload-1m,upload-64k,churn,"+
 		"tls,h2,tls-handshake-full,tls-handshake-resumed,h2-payload-64k,h2-payload-1m,h3" {
 		t.Errorf("registry order %s", got)
 	}

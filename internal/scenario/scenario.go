@@ -43,7 +43,7 @@ type Scenario struct {
 	Path              func(origin string, set Settings) string // path on the proxy, from '/'
 	Header            http.Header
 	Body              []byte
-	NewConnPerRequest bool  // a fresh TCP connection for every request
+	NewConnPerRequest bool // a fresh TCP connection for every request
 	// Proto is the protocol the cell speaks, a name of the loadgen's
 	// attack.Proto: "" (h1) over the proxy's cleartext port; tls, h2 and
 	// h3 over its TLS port (internal/stack Proxy.TLSPort), each asking for
@@ -58,7 +58,7 @@ type Scenario struct {
 	// default the cell's connections share one, so a new connection
 	// resumes its session.
 	NoResumption bool
-	BodyBytes         int64 // response body bytes every 2xx must carry (0: not checked)
+	BodyBytes    int64 // response body bytes every 2xx must carry (0: not checked)
 	// Variants, when set, is the traffic mix; otherwise one variant with Header.
 	Variants func(set Settings) []Variant
 	// OpenRate, when set, fixes an open loop at this rate whatever the

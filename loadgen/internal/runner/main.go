@@ -50,15 +50,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 // env is what tests replace: where the proxies are, how Docker is reached,
 // the clock, and a wrapper around the display to observe a run mid-flight.
 type env struct {
-	target  routecheck.Target
+	target routecheck.Target
 	// tlsTarget and tlsDir are the proxies' TLS ports and the lab CA's
 	// folder (Runner.TLSTarget, Runner.TLSDir); unset: the stack's.
 	tlsTarget routecheck.Target
 	tlsDir    string
 	docker    func(context.Context) (Docker, error)
-	clock   Clock
-	display func(progress.Display) progress.Display
-	metrics net.Listener // when set, /metrics is served on it instead of -metrics-addr
+	clock     Clock
+	display   func(progress.Display) progress.Display
+	metrics   net.Listener // when set, /metrics is served on it instead of -metrics-addr
 	// ceiling measures the instrument's ceiling (ceiling.Resolve); nil:
 	// the run has none (the tests' fake stacks).
 	ceiling func(context.Context, ceiling.Options) (*manifest.Ceiling, error)

@@ -87,11 +87,11 @@ type Runner struct {
 	TLSTarget routecheck.Target
 	// TLSDir holds the lab CA the TLS cells trust (internal/tlscert);
 	// default tlscert.DefaultDir.
-	TLSDir string
-	Display  progress.Display
-	Clock    Clock
-	Log      *slog.Logger
-	Host     manifest.Host
+	TLSDir  string
+	Display progress.Display
+	Clock   Clock
+	Log     *slog.Logger
+	Host    manifest.Host
 	// Self reads the loadgen's own CPU at every window edge; nil: a fresh
 	// unregistered one.
 	Self *selfcpu.Collector

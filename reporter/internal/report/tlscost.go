@@ -130,7 +130,7 @@ func medianOf(cs []*Cell, f func(*Cell) Num) Num {
 // they differ.
 func sameShape(a, b []*Cell) string {
 	ref := a[0]
-	for _, c := range append(a[1:], b...) {
+	for _, c := range concat(a[1:], b) {
 		if c.Concurrency != ref.Concurrency || !sameNum(c.TargetRateRPS, ref.TargetRateRPS) {
 			return fmt.Sprintf("not comparable: %s has concurrency %d, rate %s; %s has concurrency %d, rate %s",
 				ref.ID, ref.Concurrency, rateText(ref.TargetRateRPS), c.ID, c.Concurrency, rateText(c.TargetRateRPS))
@@ -138,6 +138,8 @@ func sameShape(a, b []*Cell) string {
 	}
 	return ""
 }
+
+func concat(a, b []*Cell) []*Cell { return append(append([]*Cell(nil), a...), b...) }
 
 func sameNum(a, b Num) bool { return a == b || (!a.Known() && !b.Known()) }
 

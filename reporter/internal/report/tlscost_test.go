@@ -15,8 +15,6 @@ func tlsCell(proxy, sc string, repeat, conc int, rps, cores float64) Cell {
 	return Cell{Key: k, Concurrency: conc, TargetRateRPS: 0, RPS: Num(rps), ProxyRes: Resources{CPUMeanCores: Num(cores)}}
 }
 
-func near(a Num, b float64) bool { return a.Known() && math.Abs(float64(a)-b) <= 1e-9*math.Max(1, math.Abs(b)) }
-
 func TestTLSCost(t *testing.T) {
 	t.Parallel()
 	cells := []Cell{
