@@ -6,7 +6,8 @@ import "net/http"
 // TLS), every handshake full in one and resumed (the cell's connections
 // share a session cache: TLS 1.3 tickets) in the other, so the report
 // shows the rate of each apart and the TLS cost table the full
-// handshakes each proxy sustains per core.
+// handshakes each proxy sustains per core. Like churn, the runner reads
+// the TIME_WAIT sockets the connections leave (scenario_data.churn).
 var (
 	tlsHandshakeFull    = tlsHandshakeScenario(TLSHandshakeFull, 82, true)
 	tlsHandshakeResumed = tlsHandshakeScenario("tls-handshake-resumed", 83, false)
@@ -35,6 +36,8 @@ func tlsHandshakeScenario(name string, rank int, full bool) Scenario {
 		Proto:             "tls",
 		NewConnPerRequest: true,
 		NoResumption:      full,
+		Probes:            ProbeTimeWait, // as churn: the connections' TIME_WAIT
+		Account:           churnAccount,
 		Report:            tlsTable,
 	}
 }

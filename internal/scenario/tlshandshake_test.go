@@ -11,7 +11,7 @@ func TestTLSHandshakeShape(t *testing.T) {
 	if !full.NewConn || !full.NoResume || full.Proto != "tls" || tlsHandshakeFull.Name != TLSHandshakeFull {
 		t.Errorf("full: shape %+v", full)
 	}
-	if !resumed.NewConn || resumed.NoResume || resumed.Proto != "tls" {
+	if !resumed.NewConn || resumed.NoResume || resumed.Proto != "tls" || tlsHandshakeResumed.Probes != ProbeTimeWait || tlsHandshakeFull.Account == nil {
 		t.Errorf("resumed: shape %+v", resumed)
 	}
 	if !strings.Contains(tlsHandshakeFull.About, "full") || !strings.Contains(tlsHandshakeResumed.About, "resum") ||
