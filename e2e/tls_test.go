@@ -45,6 +45,85 @@ func TestTLS(t *testing.T) {
 	if os.Getenv("TLS_MIN_VERSION") == "1.2" {
 		minVersion = tls.VersionTLS12
 	}
+	eachProxy(t, func(t *testing.T, p stack.Proxy) {
+		addr := fmt.Sprintf("127.0.0.1:%d", p.TLSPort)
+		for _, c := range []struct {
+			serverName string
+			alpn       []string
+			want       string
+		}{
+			{"localhost", []string{"h2", "http/1.1"}, "h2"},
+			{"", []string{"http/1.1"}, "http/1.1"},
+		} {
+			st, err := handshake(addr, &tls.Config{RootCAs: pool, ServerName: c.serverName, NextProtos: c.alpn})
+			if err != nil {
+				t.Fatalf("TLS to %s (server name %q, ALPN %v): %v", addr, c.serverName, c.alpn, err)
+			}
+			if st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != c.want || st.CurveID != tls.X25519 ||
+				st.CipherSuite != tls.TLS_AES_128_GCM_SHA256 {
+				t.Errorf("ALPN %v: got %s, ALPN %q, curve %s, %s; want TLS 1.3, %q, X25519, TLS_AES_128_GCM_SHA256",
+					c.alpn, tls.VersionName(st.Version), st.NegotiatedProtocol, st.CurveID, tls.CipherSuiteName(st.CipherSuite), c.want)
+			}
+			t.Logf("ALPN %v: %s, %s, %s, %q", c.alpn, tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.CurveID, st.NegotiatedProtocol)
+			if got := tlscert.Fingerprint(st.PeerCertificates[0]); got != want {
+				t.Errorf("presents certificate %s, want %s (%s): recreate the stack (scripts/stack.sh up)", got[:12], want[:12], tlscert.CertFile)
+			}
+		}
+		// TLS 1.2: refused by default, accepted with TLS_MIN_VERSION=1.2.
+		st, err := handshake(addr, &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS12})
+		t.Logf("TLS 1.2 only: %s, %v", tls.CipherSuiteName(st.CipherSuite), err)
+		switch {
+		case minVersion == tls.VersionTLS13 && err == nil:
+			t.Errorf("TLS 1.2 accepted (%s), want it refused at TLS_MIN_VERSION=1.3", tls.CipherSuiteName(st.CipherSuite))
+		case minVersion == tls.VersionTLS12 && err != nil:
+			t.Errorf("TLS 1.2 refused at TLS_MIN_VERSION=1.2: %v", err)
+		case minVersion == tls.VersionTLS12 && st.CipherSuite != tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 && st.CipherSuite != tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256:
+			t.Errorf("TLS 1.2 with %s, want ECDHE AES-128-GCM", tls.CipherSuiteName(st.CipherSuite))
+		}
+
+		for _, proto := range []string{"HTTP/2.0", "HTTP/1.1"} {
+			tr := &http.Transport{
+				TLSClientConfig:   &tls.Config{RootCAs: pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)},
+				ForceAttemptHTTP2: proto == "HTTP/2.0",
+			}
+			if proto == "HTTP/1.1" {
+				tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+			}
+			client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+			for i, o := range stack.DefaultOrigins() {
+				resp := get(t, client, stack.TLSURL(p, o, "/"), proto, o)
+				if resp == nil {
+					continue
+				}
+				if i == 0 && p.HTTP3 && proto == "HTTP/2.0" {
+					if alt := resp.Header.Get("Alt-Svc"); !strings.Contains(alt, fmt.Sprintf(`h3=":%d"`, p.TLSPort)) {
+						t.Errorf("Alt-Svc %q, want h3 on :%d advertised", alt, p.TLSPort)
+					}
+				}
+				t.Logf("%s %s: %s, X-Origin %s, resumed %v", proto, o, resp.Status, resp.Header.Get("X-Origin"), resp.TLS.DidResume)
+				if resp.TLS.DidResume != (i > 0) {
+					t.Errorf("%s request %d: DidResume %v, want %v (a new connection after the first resumes)", proto, i, resp.TLS.DidResume, i > 0)
+				}
+				// The next request takes a new connection: it must resume.
+				tr.CloseIdleConnections()
+			}
+		}
+
+		if p.HTTP3 {
+			tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+			defer tr.Close()
+			client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+			for _, o := range stack.DefaultOrigins() {
+				if resp := get(t, client, stack.TLSURL(p, o, "/"), "HTTP/3.0", o); resp != nil {
+					t.Logf("HTTP/3 %s: %s over %s, X-Origin %s", o, resp.Status, resp.Proto, resp.Header.Get("X-Origin"))
+				}
+			}
+		}
+	})
+}
+
+// eachProxy runs fn for every proxy of the stack, each a parallel subtest.
+func eachProxy(t *testing.T, fn func(t *testing.T, p stack.Proxy)) {
 	for _, name := range stack.DefaultProxies() {
 		p, err := stack.LookupProxy(name)
 		if err != nil {
@@ -52,79 +131,7 @@ func TestTLS(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			addr := fmt.Sprintf("127.0.0.1:%d", p.TLSPort)
-			for _, c := range []struct {
-				serverName string
-				alpn       []string
-				want       string
-			}{
-				{"localhost", []string{"h2", "http/1.1"}, "h2"},
-				{"", []string{"http/1.1"}, "http/1.1"},
-			} {
-				st, err := handshake(addr, &tls.Config{RootCAs: pool, ServerName: c.serverName, NextProtos: c.alpn})
-				if err != nil {
-					t.Fatalf("TLS to %s (server name %q, ALPN %v): %v", addr, c.serverName, c.alpn, err)
-				}
-				if st.Version != tls.VersionTLS13 || st.NegotiatedProtocol != c.want || st.CurveID != tls.X25519 ||
-					st.CipherSuite != tls.TLS_AES_128_GCM_SHA256 {
-					t.Errorf("ALPN %v: got %s, ALPN %q, curve %s, %s; want TLS 1.3, %q, X25519, TLS_AES_128_GCM_SHA256",
-						c.alpn, tls.VersionName(st.Version), st.NegotiatedProtocol, st.CurveID, tls.CipherSuiteName(st.CipherSuite), c.want)
-				}
-				t.Logf("ALPN %v: %s, %s, %s, %q", c.alpn, tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.CurveID, st.NegotiatedProtocol)
-				if got := tlscert.Fingerprint(st.PeerCertificates[0]); got != want {
-					t.Errorf("presents certificate %s, want %s (%s): recreate the stack (scripts/stack.sh up)", got[:12], want[:12], tlscert.CertFile)
-				}
-			}
-			// TLS 1.2: refused by default, accepted with TLS_MIN_VERSION=1.2.
-			st, err := handshake(addr, &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS12})
-			t.Logf("TLS 1.2 only: %s, %v", tls.CipherSuiteName(st.CipherSuite), err)
-			switch {
-			case minVersion == tls.VersionTLS13 && err == nil:
-				t.Errorf("TLS 1.2 accepted (%s), want it refused at TLS_MIN_VERSION=1.3", tls.CipherSuiteName(st.CipherSuite))
-			case minVersion == tls.VersionTLS12 && err != nil:
-				t.Errorf("TLS 1.2 refused at TLS_MIN_VERSION=1.2: %v", err)
-			case minVersion == tls.VersionTLS12 && st.CipherSuite != tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 && st.CipherSuite != tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256:
-				t.Errorf("TLS 1.2 with %s, want ECDHE AES-128-GCM", tls.CipherSuiteName(st.CipherSuite))
-			}
-
-			for _, proto := range []string{"HTTP/2.0", "HTTP/1.1"} {
-				tr := &http.Transport{
-					TLSClientConfig:   &tls.Config{RootCAs: pool, ClientSessionCache: tls.NewLRUClientSessionCache(8)},
-					ForceAttemptHTTP2: proto == "HTTP/2.0",
-				}
-				if proto == "HTTP/1.1" {
-					tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-				}
-				client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-				for i, o := range stack.DefaultOrigins() {
-					resp := get(t, client, stack.TLSURL(p, o, "/"), proto, o)
-					if resp == nil {
-						continue
-					}
-					if i == 0 && p.HTTP3 && proto == "HTTP/2.0" {
-						if alt := resp.Header.Get("Alt-Svc"); !strings.Contains(alt, fmt.Sprintf(`h3=":%d"`, p.TLSPort)) {
-							t.Errorf("Alt-Svc %q, want h3 on :%d advertised", alt, p.TLSPort)
-						}
-					}
-					t.Logf("%s %s: %s, X-Origin %s, resumed %v", proto, o, resp.Status, resp.Header.Get("X-Origin"), resp.TLS.DidResume)
-					if resp.TLS.DidResume != (i > 0) {
-						t.Errorf("%s request %d: DidResume %v, want %v (a new connection after the first resumes)", proto, i, resp.TLS.DidResume, i > 0)
-					}
-					// The next request takes a new connection: it must resume.
-					tr.CloseIdleConnections()
-				}
-			}
-
-			if p.HTTP3 {
-				tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
-				defer tr.Close()
-				client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-				for _, o := range stack.DefaultOrigins() {
-					if resp := get(t, client, stack.TLSURL(p, o, "/"), "HTTP/3.0", o); resp != nil {
-						t.Logf("HTTP/3 %s: %s over %s, X-Origin %s", o, resp.Status, resp.Proto, resp.Header.Get("X-Origin"))
-					}
-				}
-			}
+			fn(t, p)
 		})
 	}
 }

@@ -35,8 +35,8 @@ func WithClock(now func() time.Time) Option { return func(a *Attacker) { a.now =
 // WithLogger sets where the attacker logs (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(a *Attacker) { a.log = l } }
 
-// WithNetHTTP sends through net/http instead of the lean HTTP/1.1 client.
-// https URLs always use net/http.
+// WithNetHTTP sends h1 and tls through net/http instead of the lean
+// client, and h2 through x/net/http2 instead of the HTTP/2 loop.
 func WithNetHTTP() Option { return func(a *Attacker) { a.netHTTP = true } }
 
 // WithGoroutinePerConn runs closed loops with a goroutine per connection on

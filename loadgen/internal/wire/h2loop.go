@@ -62,13 +62,9 @@ func NewH2Loop(t *Target, conns, streams int) (*H2Loop, error) {
 	if len(t.Body) > H2MaxLoopBody || t.NewConnPerRequest {
 		return nil, errors.New("the HTTP/2 loop keeps its connections and sends bodies up to 16 KiB: use the multiplexed pool")
 	}
-	u, err := url.Parse(t.URL)
+	u, addr, err := dialAddr(t)
 	if err != nil {
-		return nil, fmt.Errorf("spec URL %q: %w", t.URL, err)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "443")
+		return nil, err
 	}
 	l := &H2Loop{t: t, addr: addr, tls: clientTLS(t.TLS, ProtoH2, u.Hostname()), conns: max(conns, 1), streams: max(streams, 1),
 		body: t.Body, origin: t.ExpectOrigin, timeout: t.Timeout, lim: t.Limits}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -34,19 +33,11 @@ type Request struct {
 
 // NewRequest builds the request bytes of t once for every connection.
 func NewRequest(s Target) (*Request, error) {
-	u, err := url.Parse(s.URL)
+	u, addr, err := dialAddr(&s)
 	if err != nil {
-		return nil, fmt.Errorf("spec URL %q: %w", s.URL, err)
+		return nil, err
 	}
 	host := u.Host
-	addr := host
-	if u.Port() == "" {
-		port := "80"
-		if s.Proto.Secure() {
-			port = "443"
-		}
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
 	path := u.RequestURI()
 	method := s.Method
 	if method == "" {

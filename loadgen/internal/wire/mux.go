@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -42,13 +41,9 @@ func NewMuxPool(t *Target, conns, streams int) (*MuxPool, error) {
 	if !t.Proto.Multiplexed() {
 		return nil, fmt.Errorf("a multiplexed pool speaks h2 or h3, not %q", t.Proto)
 	}
-	u, err := url.Parse(t.URL)
+	u, addr, err := dialAddr(t)
 	if err != nil {
-		return nil, fmt.Errorf("spec URL %q: %w", t.URL, err)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "443")
+		return nil, err
 	}
 	p := &MuxPool{t: t, proto: t.Proto, streams: max(streams, 1), addr: addr, tls: clientTLS(t.TLS, t.Proto, u.Hostname())}
 	if !t.NewConnPerRequest {
@@ -204,7 +199,23 @@ type MuxDoer struct {
 	body     bodyReader
 }
 
-var _ Doer = (*MuxDoer)(nil)
+var (
+	_ Doer      = (*MuxDoer)(nil)
+	_ Connector = (*MuxDoer)(nil)
+)
+
+// Connect dials the worker's connection unless it is up (open-loop
+// workers joining the pool connect before their first request); with a
+// new connection per request it does nothing.
+func (d *MuxDoer) Connect(deadline time.Time) error {
+	if d.slot == nil {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	_, err := d.slot.get(ctx, d.p, d.Observer)
+	return err
+}
 
 // Do sends the request on the worker's connection and reads the whole
 // response until deadline. A request that failed because its connection

@@ -1,19 +1,26 @@
-// Package wire owns sending one HTTP/1.1 request and reading its whole
-// response, exactly and cheaply: the lean client (one net.Conn per worker,
+// Package wire owns sending one request and reading its whole response,
+// exactly and cheaply, over HTTP/1.1, HTTP/1.1 over TLS, HTTP/2 and
+// HTTP/3: the lean HTTP/1.1 client (one net.Conn or tls.Conn per worker,
 // keep-alive or a new connection per request), the closed-loop epoll event
-// loop on Linux, the net/http client (https, and the reference the others
-// are tested against), the two response parsers (in place from a
-// bufio.Reader for the lean client, incremental for the event loop; a fuzz
-// test holds them to the same answers), the limits on what one response
-// may cost, and the bounded reason of every failure. It reports status,
-// body bytes, whether X-Origin matched, and the error; package attack owns
-// when to send (pacing, windows) and the accounting.
+// loop on Linux, the closed-loop HTTP/2 loop (a goroutine per connection,
+// its own framing on x/net/http2's Framer), the multiplexed pool of
+// x/net/http2 and quic-go connections (MuxPool), the net/http client (the
+// reference the others are tested against), the two HTTP/1.1 response
+// parsers (in place from a bufio.Reader for the lean client, incremental
+// for the event loop; a fuzz test holds them to the same answers), the TLS
+// handshake with the protocol asked (ALPN) and its account (Handshake),
+// the limits on what one response may cost, and the bounded reason of
+// every failure. It reports status, body bytes, whether X-Origin matched,
+// and the error; package attack owns when to send (pacing, windows) and
+// the accounting.
 package wire
 
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -98,4 +105,22 @@ var errLineTooLong = &limitError{ReasonHeaderTooLarge, "response head line longe
 
 func errBodyTooLarge(max int64) error {
 	return &limitError{ReasonBodyTooLarge, fmt.Sprintf("response body beyond %d bytes", max)}
+}
+
+// dialAddr parses t's URL and gives the address to dial: its host and
+// port, the scheme's default port (80, or 443 over TLS) when it names
+// none.
+func dialAddr(t *Target) (*url.URL, string, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return nil, "", fmt.Errorf("spec URL %q: %w", t.URL, err)
+	}
+	if u.Port() != "" {
+		return u, u.Host, nil
+	}
+	port := "80"
+	if t.Proto.Secure() {
+		port = "443"
+	}
+	return u, net.JoinHostPort(u.Hostname(), port), nil
 }
