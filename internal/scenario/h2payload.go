@@ -1,10 +1,6 @@
 package scenario
 
-import (
-	"fmt"
-	"net/http"
-	"strconv"
-)
+import "fmt"
 
 // The h2-payload pair: the payload family's 64 KiB and 1 MiB bodies as
 // HTTP/2 streams (h2's connections x streams), where the proxies' flow
@@ -23,17 +19,9 @@ func init() {
 const H2PayloadGroup = "h2-payload"
 
 func h2PayloadScenario(name string, rank int, n int64) Scenario {
-	return Scenario{
-		Name:      name,
-		About:     fmt.Sprintf("GET /bytes/%d over HTTP/2 (ALPN h2, concurrency / 10 connections of 10 streams): a %s response body", n, humanBytes(n)),
-		Rank:      rank,
-		Groups:    []string{H2PayloadGroup},
-		Method:    http.MethodGet,
-		Path:      func(o string, _ Settings) string { return "/" + o + "/bytes/" + strconv.FormatInt(n, 10) },
-		BodyBytes: n,
-		Proto:     "h2",
-		Streams:   H2Streams,
-		Account:   bodyAccount,
-		Report:    payloadTable,
-	}
+	s := payloadScenario(name, rank, n)
+	s.About = fmt.Sprintf("GET /bytes/%d over HTTP/2 (ALPN h2, concurrency / 10 connections of 10 streams): a %s response body", n, humanBytes(n))
+	s.Groups = []string{H2PayloadGroup}
+	s.Proto, s.Streams = "h2", H2Streams
+	return s
 }

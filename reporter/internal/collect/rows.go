@@ -148,26 +148,33 @@ func latencyHist(q *cellQuery) string {
 
 // latencyRows are the latency quantiles, count and sum.
 func latencyRows() []cellRow {
-	rows := quantileRows("lat_", byLoadgen, latencyHist,
+	return histRows("lat_", metricdefs.RequestDuration, latencyHist,
+		func(a *cellAcc) *report.Num { return &a.latCount }, func(a *cellAcc) *report.Num { return &a.latSum },
 		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.lat.P50 }},
 		quantile{"p90", "0.9", func(a *cellAcc) *report.Num { return &a.lat.P90 }},
 		quantile{"p95", "0.95", func(a *cellAcc) *report.Num { return &a.lat.P95 }},
 		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.lat.P99 }},
 		quantile{"p999", "0.999", func(a *cellAcc) *report.Num { return &a.lat.P999 }},
 		quantile{"max", "1", func(a *cellAcc) *report.Num { return &a.lat.Max }})
+}
+
+// histRows are the quantiles, count and sum of a loadgen histogram d
+// (hist accumulates it over the counting span, in the run's flavour).
+func histRows(prefix string, d *metricdefs.Def, hist func(q *cellQuery) string, count, sum func(a *cellAcc) *report.Num, qs ...quantile) []cellRow {
+	rows := quantileRows(prefix, byLoadgen, hist, qs...)
 	return append(rows,
-		cellRow{"lat_count", byLoadgen, func(q *cellQuery) string {
+		cellRow{prefix + "count", byLoadgen, func(q *cellQuery) string {
 			if q.kinds.LatencyNative {
-				return "histogram_count(" + latencyHist(q) + ")"
+				return "histogram_count(" + hist(q) + ")"
 			}
-			return counter(metricdefs.RequestDuration.Count(), q.sel, "", q.traffic)
-		}, into(func(a *cellAcc) *report.Num { return &a.latCount })},
-		cellRow{"lat_sum", byLoadgen, func(q *cellQuery) string {
+			return counter(d.Count(), q.sel, "", q.traffic)
+		}, into(count)},
+		cellRow{prefix + "sum", byLoadgen, func(q *cellQuery) string {
 			if q.kinds.LatencyNative {
-				return "histogram_sum(" + latencyHist(q) + ")"
+				return "histogram_sum(" + hist(q) + ")"
 			}
-			return counter(metricdefs.RequestDuration.Sum(), q.sel, "", q.traffic)
-		}, into(func(a *cellAcc) *report.Num { return &a.latSum })})
+			return counter(d.Sum(), q.sel, "", q.traffic)
+		}, into(sum)})
 }
 
 // handshakeHist is the TLS handshake histogram accumulated over the
@@ -182,22 +189,10 @@ func handshakeHist(q *cellQuery) string {
 // handshakeRows are the TLS handshakes' latency quantiles, count and sum:
 // no series (an h1 cell) leaves them unknown.
 func handshakeRows() []cellRow {
-	rows := quantileRows("hs_", byLoadgen, handshakeHist,
+	return histRows("hs_", metricdefs.TLSHandshakeDuration, handshakeHist,
+		func(a *cellAcc) *report.Num { return &a.hsCount }, func(a *cellAcc) *report.Num { return &a.hsSum },
 		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.hs.P50 }},
 		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.hs.P99 }})
-	return append(rows,
-		cellRow{"hs_count", byLoadgen, func(q *cellQuery) string {
-			if q.kinds.LatencyNative {
-				return "histogram_count(" + handshakeHist(q) + ")"
-			}
-			return counter(metricdefs.TLSHandshakeDuration.Count(), q.sel, "", q.traffic)
-		}, into(func(a *cellAcc) *report.Num { return &a.hsCount })},
-		cellRow{"hs_sum", byLoadgen, func(q *cellQuery) string {
-			if q.kinds.LatencyNative {
-				return "histogram_sum(" + handshakeHist(q) + ")"
-			}
-			return counter(metricdefs.TLSHandshakeDuration.Sum(), q.sel, "", q.traffic)
-		}, into(func(a *cellAcc) *report.Num { return &a.hsSum })})
 }
 
 // handshake is the cell's handshake latency from its rows; nil when no
