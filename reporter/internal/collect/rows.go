@@ -137,14 +137,24 @@ func quantileRows(prefix string, from vouch, hist func(q *cellQuery) string, qs 
 	return rows
 }
 
-// latencyHist is the latency histogram accumulated over the counting span:
-// native or classic, whichever the run has (Kinds).
-func latencyHist(q *cellQuery) string {
-	if q.kinds.LatencyNative {
-		return nativeHist(metricdefs.RequestDuration.Name, q.sel, q.traffic)
+// loadgenHist is the loadgen histogram d accumulated over the counting
+// span: native or classic, whichever the run has (Kinds; the loadgen's
+// histograms share their flavour).
+func loadgenHist(d *metricdefs.Def) func(q *cellQuery) string {
+	return func(q *cellQuery) string {
+		if q.kinds.LatencyNative {
+			return nativeHist(d.Name, q.sel, q.traffic)
+		}
+		return classicHist(d.Name, q.sel, q.traffic)
 	}
-	return classicHist(metricdefs.RequestDuration.Name, q.sel, q.traffic)
 }
+
+// latencyHist is the request latency histogram; handshakeHist the TLS
+// handshakes'.
+var (
+	latencyHist   = loadgenHist(metricdefs.RequestDuration)
+	handshakeHist = loadgenHist(metricdefs.TLSHandshakeDuration)
+)
 
 // latencyRows are the latency quantiles, count and sum.
 func latencyRows() []cellRow {
@@ -175,15 +185,6 @@ func histRows(prefix string, d *metricdefs.Def, hist func(q *cellQuery) string, 
 			}
 			return counter(d.Sum(), q.sel, "", q.traffic)
 		}, into(sum)})
-}
-
-// handshakeHist is the TLS handshake histogram accumulated over the
-// counting span, in the latency histogram's flavour (the same loadgen).
-func handshakeHist(q *cellQuery) string {
-	if q.kinds.LatencyNative {
-		return nativeHist(metricdefs.TLSHandshakeDuration.Name, q.sel, q.traffic)
-	}
-	return classicHist(metricdefs.TLSHandshakeDuration.Name, q.sel, q.traffic)
 }
 
 // handshakeRows are the TLS handshakes' latency quantiles, count and sum:
