@@ -5,7 +5,9 @@
 // exactly for invalid keys, the accepted rate within 10 % of the configured
 // limit, the origin delay recovered in the latency, bytes/s consistent with
 // body size x requests/s, connections/s and TIME_WAIT recorded for churn,
-// and n/a cells exactly where the support matrix says so.
+// over TLS the protocol, version and cipher negotiated, handshakes resumed
+// exactly where they should be and no certificate error, and n/a cells
+// exactly where the support matrix says so.
 //
 // Run with the stack up (make up):
 //

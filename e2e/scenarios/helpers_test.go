@@ -96,6 +96,7 @@ func run(t *testing.T, args ...string) *manifest.Manifest {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, loadgen, full...)
+	cmd.Dir = root // as make bench runs it: the TLS cells trust the lab CA in .cache/tls
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -15,7 +15,7 @@ var allProxies = []string{"nginx", "haproxy", "traefik", "caddy"}
 // notSupported is docs/scenarios.md's table for the scenarios some proxy
 // cannot do natively: a cell there must be skipped as not applicable with
 // a reason, never run and never silently dropped.
-var notSupported = map[string]bool{"traefik.auth": true, "caddy.ratelimit": true}
+var notSupported = map[string]bool{"traefik.auth": true, "caddy.ratelimit": true, "nginx.h3": true, "haproxy.h3": true}
 
 func checkSupport(t *testing.T, scenario string, ran map[string]struct{}, skipped map[string]manifest.Cell) {
 	t.Helper()

@@ -54,11 +54,11 @@ func BytesConsistent(bytesPerSec, want float64) bool {
 	return want > 0 && math.Abs(bytesPerSec-want) <= 0.02*want
 }
 
-// payloadTable is shared by the payload family and upload-64k.
+// payloadTable is shared by the payload family, upload-64k and h2-payload.
 var payloadTable = &Table{
 	Caption: "payload: response (and upload) bodies",
-	Header:  []string{"cell", "body", "req/s", "MB/s", "body × 2xx/s MB/s", "consistent"},
-	Right:   []bool{false, true, true, true, true, false},
+	Header:  []string{"cell", "body", "req/s", "MB/s", "body × 2xx/s MB/s", "consistent", "protocol"},
+	Right:   []bool{false, true, true, true, true, false, false},
 	Row: func(c ReportCell, f Format) ([]Field, bool) {
 		sd := c.Data
 		if sd == nil || sd.BodyBytes == 0 {
@@ -73,6 +73,7 @@ var payloadTable = &Table{
 			body = "POST " + body + " echoed"
 		}
 		return []Field{text(c.Name), text(body), text(f.Num(c.RPS, 0)),
-			text(f.Num(sd.BytesPerSec/1e6, 1)), text(f.Num(want/1e6, 1)), verdict(!math.IsNaN(want) && BytesConsistent(sd.BytesPerSec, want))}, true
+			text(f.Num(sd.BytesPerSec/1e6, 1)), text(f.Num(want/1e6, 1)), verdict(!math.IsNaN(want) && BytesConsistent(sd.BytesPerSec, want)),
+			text(ProtocolText(c.Protocol, c.TLS))}, true
 	},
 }

@@ -34,7 +34,7 @@ func TestPayloadAccountAndJudging(t *testing.T) {
 		t.Fatalf("account %+v", d)
 	}
 	fs, ok := row(t, payloadTable, ReportCell{Name: "c", RPS: 50, DurationS: 2, S2xx: 100, Data: d})
-	if got := strings.Join(texts(fs), "|"); !ok || got != "c|1 MiB|50|52.4|52.4|yes" {
+	if got := strings.Join(texts(fs), "|"); !ok || got != "c|1 MiB|50|52.4|52.4|yes|h1" {
 		t.Errorf("row %s", got)
 	}
 	if fs, _ := row(t, payloadTable, ReportCell{Name: "c", DurationS: 2, S2xx: 90, Data: d}); fs[5].Text != "no" {

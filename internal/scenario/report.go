@@ -29,6 +29,13 @@ type ReportCell struct {
 	S2xx      int64   // 2xx responses
 	P50, P99  float64 // exact latency percentiles, seconds
 	Data      *manifest.ScenarioData
+	// Protocol is what the cell spoke (h1, tls, h2, h3; "" = h1); TLS what
+	// its handshakes negotiated and counted, nil for h1.
+	Protocol string
+	TLS      *manifest.TLS
+	// HandshakeP50 and HandshakeP99 are the completed handshakes' latency
+	// (Prometheus's histogram over the window), seconds.
+	HandshakeP50, HandshakeP99 float64
 }
 
 // Field is one cell of a report row; Class is "" or, for a verdict, pass

@@ -43,8 +43,22 @@ type Scenario struct {
 	Path              func(origin string, set Settings) string // path on the proxy, from '/'
 	Header            http.Header
 	Body              []byte
-	NewConnPerRequest bool  // a fresh TCP connection for every request
-	BodyBytes         int64 // response body bytes every 2xx must carry (0: not checked)
+	NewConnPerRequest bool // a fresh TCP connection for every request
+	// Proto is the protocol the cell speaks, a name of the loadgen's
+	// attack.Proto: "" (h1) over the proxy's cleartext port; tls, h2 and
+	// h3 over its TLS port (internal/stack Proxy.TLSPort), each asking for
+	// its own ALPN ID and failing a handshake that selects another.
+	Proto string
+	// Streams is, for h2 and h3, how many requests each connection
+	// carries at once: the cell's concurrency (closed loop: requests in
+	// flight; open loop: most in flight) is split into concurrency /
+	// Streams connections (at least one) of Streams streams each.
+	Streams int
+	// NoResumption makes every TLS handshake full (no session cache); by
+	// default the cell's connections share one, so a new connection
+	// resumes its session.
+	NoResumption bool
+	BodyBytes    int64 // response body bytes every 2xx must carry (0: not checked)
 	// Variants, when set, is the traffic mix; otherwise one variant with Header.
 	Variants func(set Settings) []Variant
 	// OpenRate, when set, fixes an open loop at this rate whatever the
@@ -78,6 +92,9 @@ type Settings struct {
 	AuthInvalid      float64       // auth: share of traffic with a missing or wrong key
 	RateLimitOffered float64       // ratelimit: open-loop rate offered, req/s
 	SlowDelay        time.Duration // slow: origin delay per request
+	// TLSVersion is the one TLS version the TLS cells offer, "1.2" or
+	// "1.3"; "" offers both. The proxy must accept it (preflight).
+	TLSVersion string
 }
 
 // Variant is one part of a cell's traffic mix (the auth scenario sends valid,
@@ -114,6 +131,10 @@ type Shape struct {
 	LimitBurst float64   `json:"limit_burst,omitempty"`      // its burst
 	DelayS     float64   `json:"delay_seconds,omitempty"`    // slow: origin delay
 	NewConn    bool      `json:"new_conn_per_req,omitempty"` // churn
+	Proto      string    `json:"protocol,omitempty"`         // tls, h2, h3 (TLS port); "" = h1
+	Streams    int       `json:"streams,omitempty"`          // h2, h3: streams per connection
+	TLSVersion string    `json:"tls_version,omitempty"`      // TLS cells: the one version offered, "1.2" or "1.3"; "" = both
+	NoResume   bool      `json:"no_resumption,omitempty"`    // TLS cells: every handshake full
 
 	// Def is the scenario the cell was resolved from.
 	Def *Scenario `json:"-"`
@@ -121,7 +142,11 @@ type Shape struct {
 
 // Resolve is the scenario's shape under set.
 func (s *Scenario) Resolve(set Settings) Shape {
-	sh := Shape{Def: s, BodyBytes: s.BodyBytes, LimitRPS: s.Limit, LimitBurst: s.Burst, NewConn: s.NewConnPerRequest}
+	sh := Shape{Def: s, BodyBytes: s.BodyBytes, LimitRPS: s.Limit, LimitBurst: s.Burst, NewConn: s.NewConnPerRequest,
+		Proto: s.Proto, Streams: s.Streams}
+	if s.Secure() {
+		sh.TLSVersion, sh.NoResume = set.TLSVersion, s.NoResumption
+	}
 	if s.Method != "" && s.Method != http.MethodGet {
 		sh.Method = s.Method
 	}
@@ -142,6 +167,9 @@ func (s *Scenario) VariantsFor(set Settings) []Variant {
 	}
 	return []Variant{{Name: "all", Share: 1, Header: s.Header}}
 }
+
+// Secure says whether the scenario's cells go to the proxy's TLS port.
+func (s *Scenario) Secure() bool { return s.Proto != "" && s.Proto != "h1" }
 
 // Skip says why proxy's cells of the scenario are not run: not ready, or
 // not applicable to the proxy; nil when they run.

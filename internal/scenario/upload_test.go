@@ -19,7 +19,7 @@ func TestUpload(t *testing.T) {
 		t.Fatalf("account %+v", d)
 	}
 	fs, ok := row(t, payloadTable, ReportCell{Name: "c", RPS: 10, DurationS: 1, S2xx: 10, Data: d})
-	if got := strings.Join(texts(fs), "|"); !ok || got != "c|POST 64 KiB echoed|10|0.7|0.7|yes" {
+	if got := strings.Join(texts(fs), "|"); !ok || got != "c|POST 64 KiB echoed|10|0.7|0.7|yes|h1" {
 		t.Errorf("row %s", got)
 	}
 }

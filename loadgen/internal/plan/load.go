@@ -109,6 +109,8 @@ var fields = []field{
 		set: floatField(func(p *Plan) *float64 { return &p.RateLimitOffered })},
 	{name: "slow-delay", usage: "scenario slow: origin `delay` per request (up to 20s)",
 		get: func(p *Plan) string { return p.SlowDelay.String() }, set: durField(func(p *Plan) *Duration { return &p.SlowDelay })},
+	{name: "tls-version", usage: "TLS scenarios: the one TLS `version` the cells offer, 1.2 or 1.3 (1.2 needs a stack started with TLS_MIN_VERSION=1.2); \"\" offers both; a proxy that refuses it fails preflight",
+		get: func(p *Plan) string { return p.TLSVersion }, set: func(p *Plan, s string) error { p.TLSVersion = s; return nil }},
 }
 
 // Load builds the plan of `loadgen run`: Default, then the YAML file of

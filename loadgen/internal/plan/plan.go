@@ -72,6 +72,7 @@ type Plan struct {
 	AuthInvalid      float64  `yaml:"auth_invalid" json:"auth_invalid"`           // auth: share of traffic with a missing or wrong key
 	RateLimitOffered float64  `yaml:"ratelimit_offered" json:"ratelimit_offered"` // ratelimit: open-loop rate offered, req/s
 	SlowDelay        Duration `yaml:"slow_delay" json:"slow_delay"`               // slow: origin delay per request
+	TLSVersion       string   `yaml:"tls_version" json:"tls_version"`             // TLS scenarios: the one version offered, 1.2 or 1.3; "" = both
 }
 
 // Stage is one ramp step as the plan file, the flags and plan.json write it
@@ -116,6 +117,7 @@ func Default() Plan {
 		AuthInvalid:      0.1,
 		RateLimitOffered: 1.5 * scenario.RateLimitRPS,
 		SlowDelay:        Duration(2 * time.Second),
+		TLSVersion:       "1.3",
 	}
 }
 
@@ -233,6 +235,9 @@ func (p *Plan) Validate() error {
 	}
 	if p.SlowDelay < 0 || time.Duration(p.SlowDelay) > scenario.MaxSlowDelay || time.Duration(p.SlowDelay)%time.Millisecond != 0 {
 		bad("slow_delay %s: whole milliseconds in 0..%s", p.SlowDelay, scenario.MaxSlowDelay)
+	}
+	if p.TLSVersion != "" && p.TLSVersion != "1.2" && p.TLSVersion != "1.3" {
+		bad("tls_version %q: 1.2 or 1.3 (the one version the TLS cells offer), or \"\" for both", p.TLSVersion)
 	}
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")

@@ -24,7 +24,8 @@ func (s *Skip) Manifest() *manifest.Skip { return (*manifest.Skip)(s) }
 
 // settings are the plan's scenario settings as the scenarios read them.
 func (p *Plan) settings() scenario.Settings {
-	return scenario.Settings{AuthInvalid: p.AuthInvalid, RateLimitOffered: p.RateLimitOffered, SlowDelay: time.Duration(p.SlowDelay)}
+	return scenario.Settings{AuthInvalid: p.AuthInvalid, RateLimitOffered: p.RateLimitOffered, SlowDelay: time.Duration(p.SlowDelay),
+		TLSVersion: p.TLSVersion}
 }
 
 // applyScenario resolves the cell's scenario (internal/scenario) onto it:

@@ -112,16 +112,24 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 	if sc == nil {
 		return attack.Spec{}, fmt.Errorf("cell %s: scenario %s not resolved (a cell comes from plan.Expand)", c.ID, c.Scenario)
 	}
-	base, err := r.Target(c.Proxy)
+	target := r.Target
+	if sc.Secure() {
+		target = r.TLSTarget
+	}
+	base, err := target(c.Proxy)
 	if err != nil {
 		return attack.Spec{}, err
 	}
-	return attack.Spec{
+	s := attack.Spec{
 		URL: base + c.Path, Method: sc.Method, Body: sc.Body, Header: sc.Header.Clone(),
 		Load: c.Load, Timeout: time.Duration(r.Plan.Timeout), MaxRate: r.Plan.MaxRate,
 		NewConnPerRequest: sc.NewConnPerRequest, ExpectOrigin: c.Origin,
 		Labels: attack.Labels{Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario},
-	}, nil
+	}
+	if err := r.tlsSpec(&s, c.Shape); err != nil {
+		return attack.Spec{}, err
+	}
+	return s, nil
 }
 
 // fill copies the engine's exact account into the manifest cell: the

@@ -50,11 +50,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 // env is what tests replace: where the proxies are, how Docker is reached,
 // the clock, and a wrapper around the display to observe a run mid-flight.
 type env struct {
-	target  routecheck.Target
-	docker  func(context.Context) (Docker, error)
-	clock   Clock
-	display func(progress.Display) progress.Display
-	metrics net.Listener // when set, /metrics is served on it instead of -metrics-addr
+	target routecheck.Target
+	// tlsTarget and tlsDir are the proxies' TLS ports and the lab CA's
+	// folder (Runner.TLSTarget, Runner.TLSDir); unset: the stack's.
+	tlsTarget routecheck.Target
+	tlsDir    string
+	docker    func(context.Context) (Docker, error)
+	clock     Clock
+	display   func(progress.Display) progress.Display
+	metrics   net.Listener // when set, /metrics is served on it instead of -metrics-addr
 	// ceiling measures the instrument's ceiling (ceiling.Resolve); nil:
 	// the run has none (the tests' fake stacks).
 	ceiling func(context.Context, ceiling.Options) (*manifest.Ceiling, error)
@@ -145,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
-		Target: e.target, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
+		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
 		Host: HostInfo(ctx), Self: self, Placement: pl,
 	}
 	if e.ceiling != nil {

@@ -8,6 +8,7 @@ package runner
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,10 +82,16 @@ type Runner struct {
 	Cells    *cellmetrics.Metrics
 	Docker   Docker            // nil: no isolation, liveness checks or versions
 	Target   routecheck.Target // proxy -> base URL; default the stack's ports
-	Display  progress.Display
-	Clock    Clock
-	Log      *slog.Logger
-	Host     manifest.Host
+	// TLSTarget is proxy -> base URL of its TLS port (https://), where the
+	// TLS scenarios' cells go; default the stack's TLS ports.
+	TLSTarget routecheck.Target
+	// TLSDir holds the lab CA the TLS cells trust (internal/tlscert);
+	// default tlscert.DefaultDir.
+	TLSDir  string
+	Display progress.Display
+	Clock   Clock
+	Log     *slog.Logger
+	Host    manifest.Host
 	// Self reads the loadgen's own CPU at every window edge; nil: a fresh
 	// unregistered one.
 	Self *selfcpu.Collector
@@ -108,6 +115,9 @@ type Runner struct {
 	// after the cell that could not be saved (stop ends it).
 	full error
 	stop context.CancelFunc
+
+	rootCAs  *x509.CertPool // the lab CA, read once (tls.go)
+	rootsErr error
 }
 
 // Outcome is how a run ended.
@@ -123,6 +133,9 @@ type Outcome struct {
 func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if r.Target == nil {
 		r.Target = routecheck.StackTarget
+	}
+	if r.TLSTarget == nil {
+		r.TLSTarget = StackTLSTarget
 	}
 	if r.Clock == nil {
 		r.Clock = RealClock{}
@@ -229,6 +242,7 @@ type proxyState struct {
 	skipAll *manifest.Skip
 	ctr     *dockerx.Container
 	routes  map[string]routecheck.Result
+	tls     map[string]routecheck.Result // TLS preflight by protocol and version (tls.go)
 	dead    *manifest.Skip
 }
 
@@ -245,7 +259,7 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 	}()
 	st := r.proxies[proxy]
 	if st == nil {
-		st = &proxyState{routes: map[string]routecheck.Result{}}
+		st = &proxyState{routes: map[string]routecheck.Result{}, tls: map[string]routecheck.Result{}}
 		r.proxies[proxy] = st
 		st.skipAll, st.ctr = r.prepareProxy(ctx, iso, proxy)
 		if st.skipAll == nil {
@@ -267,13 +281,15 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			skip = st.dead
 		case !st.routes[c.Origin].OK:
 			skip = &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + st.routes[c.Origin].Reason}
+		default:
+			skip = r.tlsSkip(ctx, st, c)
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		if skip != nil {
 			mc := r.skipped(c, skip)
-			if c.Skip == nil {
+			if c.Skip == nil && skip.Kind != manifest.SkipNotApplicable {
 				r.broken++
 			}
 			r.finish(n, mc)

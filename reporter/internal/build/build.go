@@ -205,6 +205,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	report.MeasureNoise(r)
 	r.Environment = environment(ctx, cfg, r, man)
 	r.Support = report.SupportMatrix(man)
+	r.TLSCost = report.BuildTLSCost(r.Cells)
 	report.Tally(r)
 	return r, nil
 }
@@ -356,6 +357,7 @@ func emptyCell(w collect.Window) report.Cell {
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	c.ScenarioData = mc.ScenarioData
+	c.Protocol, c.TLS = mc.Protocol, mc.TLS
 	l := mc.Latency
 	if l.Count > 0 {
 		c.Latency.Exact = &report.Exact{Mean: report.Num(l.Mean), P50: report.Num(l.P50), P90: report.Num(l.P90),

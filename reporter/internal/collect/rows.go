@@ -41,6 +41,8 @@ type cellAcc struct {
 	periods, throttled      report.Num // the loadgen cgroup's CFS periods
 	runDelay, pressure      report.Num
 	gomaxprocs              report.Num
+	hs                      report.HandshakeLatency // TLS handshake quantiles (hsRows)
+	hsCount, hsSum          report.Num
 }
 
 // cellRow is one number the report says about a cell: its key in the
@@ -135,37 +137,78 @@ func quantileRows(prefix string, from vouch, hist func(q *cellQuery) string, qs 
 	return rows
 }
 
-// latencyHist is the latency histogram accumulated over the counting span:
-// native or classic, whichever the run has (Kinds).
-func latencyHist(q *cellQuery) string {
-	if q.kinds.LatencyNative {
-		return nativeHist(metricdefs.RequestDuration.Name, q.sel, q.traffic)
+// loadgenHist is the loadgen histogram d accumulated over the counting
+// span: native or classic, whichever the run has (Kinds; the loadgen's
+// histograms share their flavour).
+func loadgenHist(d *metricdefs.Def) func(q *cellQuery) string {
+	return func(q *cellQuery) string {
+		if q.kinds.LatencyNative {
+			return nativeHist(d.Name, q.sel, q.traffic)
+		}
+		return classicHist(d.Name, q.sel, q.traffic)
 	}
-	return classicHist(metricdefs.RequestDuration.Name, q.sel, q.traffic)
 }
+
+// latencyHist is the request latency histogram; handshakeHist the TLS
+// handshakes'.
+var (
+	latencyHist   = loadgenHist(metricdefs.RequestDuration)
+	handshakeHist = loadgenHist(metricdefs.TLSHandshakeDuration)
+)
 
 // latencyRows are the latency quantiles, count and sum.
 func latencyRows() []cellRow {
-	rows := quantileRows("lat_", byLoadgen, latencyHist,
+	return histRows("lat_", metricdefs.RequestDuration, latencyHist,
+		func(a *cellAcc) *report.Num { return &a.latCount }, func(a *cellAcc) *report.Num { return &a.latSum },
 		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.lat.P50 }},
 		quantile{"p90", "0.9", func(a *cellAcc) *report.Num { return &a.lat.P90 }},
 		quantile{"p95", "0.95", func(a *cellAcc) *report.Num { return &a.lat.P95 }},
 		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.lat.P99 }},
 		quantile{"p999", "0.999", func(a *cellAcc) *report.Num { return &a.lat.P999 }},
 		quantile{"max", "1", func(a *cellAcc) *report.Num { return &a.lat.Max }})
+}
+
+// histRows are the quantiles, count and sum of a loadgen histogram d
+// (hist accumulates it over the counting span, in the run's flavour).
+func histRows(prefix string, d *metricdefs.Def, hist func(q *cellQuery) string, count, sum func(a *cellAcc) *report.Num, qs ...quantile) []cellRow {
+	rows := quantileRows(prefix, byLoadgen, hist, qs...)
 	return append(rows,
-		cellRow{"lat_count", byLoadgen, func(q *cellQuery) string {
+		cellRow{prefix + "count", byLoadgen, func(q *cellQuery) string {
 			if q.kinds.LatencyNative {
-				return "histogram_count(" + latencyHist(q) + ")"
+				return "histogram_count(" + hist(q) + ")"
 			}
-			return counter(metricdefs.RequestDuration.Count(), q.sel, "", q.traffic)
-		}, into(func(a *cellAcc) *report.Num { return &a.latCount })},
-		cellRow{"lat_sum", byLoadgen, func(q *cellQuery) string {
+			return counter(d.Count(), q.sel, "", q.traffic)
+		}, into(count)},
+		cellRow{prefix + "sum", byLoadgen, func(q *cellQuery) string {
 			if q.kinds.LatencyNative {
-				return "histogram_sum(" + latencyHist(q) + ")"
+				return "histogram_sum(" + hist(q) + ")"
 			}
-			return counter(metricdefs.RequestDuration.Sum(), q.sel, "", q.traffic)
-		}, into(func(a *cellAcc) *report.Num { return &a.latSum })})
+			return counter(d.Sum(), q.sel, "", q.traffic)
+		}, into(sum)})
+}
+
+// handshakeRows are the TLS handshakes' latency quantiles, count and sum:
+// no series (an h1 cell) leaves them unknown.
+func handshakeRows() []cellRow {
+	return histRows("hs_", metricdefs.TLSHandshakeDuration, handshakeHist,
+		func(a *cellAcc) *report.Num { return &a.hsCount }, func(a *cellAcc) *report.Num { return &a.hsSum },
+		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.hs.P50 }},
+		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.hs.P99 }})
+}
+
+// handshake is the cell's handshake latency from its rows; nil when no
+// handshake was counted.
+func (a *cellAcc) handshake() *report.HandshakeLatency {
+	if !a.hsCount.Known() || a.hsCount <= 0 {
+		return nil
+	}
+	h := a.hs
+	h.Count = int64(math.Round(float64(a.hsCount)))
+	h.Mean = report.NaN()
+	if a.hsSum.Known() {
+		h.Mean = a.hsSum / a.hsCount
+	}
+	return &h
 }
 
 // pauseHist is a Go proxy's GC pause histogram accumulated over the window,
@@ -206,6 +249,7 @@ var cellRows = func() []cellRow {
 		{"capped", byLoadgen, traffic(metricdefs.OpenLoopCapped, ""), cell(func(c *report.Cell) *report.Num { return &c.Capped })},
 	}
 	rows = append(rows, latencyRows()...)
+	rows = append(rows, handshakeRows()...)
 	rows = append(rows, []cellRow{
 		// The lag histogram has the latency histogram's flavour (same loadgen).
 		{"lag_p99", byLoadgen, func(q *cellQuery) string {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"proxybench/internal/scenario"
@@ -19,7 +20,10 @@ func scenarioSection(r *report.Report) (Section, bool) {
 		sec.Tables = append(sec.Tables, t)
 	}
 	sec.Tables = append(sec.Tables, scenarioTables(sortedCells(r))...)
-	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && hasScenarioData(r))
+	if t, ok := tlsCostTable(r); ok {
+		sec.Tables = append(sec.Tables, t)
+	}
+	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && (hasScenarioData(r) || len(r.TLSCost) > 0))
 }
 
 // hasScenarioData says whether the run has a pair the section speaks of:
@@ -118,8 +122,13 @@ func reportCell(c *report.Cell) scenario.ReportCell {
 	if e := c.Latency.Exact; e != nil {
 		p50, p99 = e.P50, e.P99
 	}
-	return scenario.ReportCell{Name: cellName(c), DurationS: float64(c.DurationS), RPS: float64(c.RPS), S2xx: c.Classes.S2xx,
-		P50: float64(p50), P99: float64(p99), Data: c.ScenarioData}
+	rc := scenario.ReportCell{Name: cellName(c), DurationS: float64(c.DurationS), RPS: float64(c.RPS), S2xx: c.Classes.S2xx,
+		P50: float64(p50), P99: float64(p99), Data: c.ScenarioData, Protocol: c.Protocol, TLS: c.TLS,
+		HandshakeP50: math.NaN(), HandshakeP99: math.NaN()}
+	if h := c.Handshake; h != nil {
+		rc.HandshakeP50, rc.HandshakeP99 = float64(h.P50), float64(h.P99)
+	}
+	return rc
 }
 
 // format is the report's number formatting as scenario rows use it.
@@ -132,3 +141,34 @@ func (format) Num(v float64, digits int) string { return fmtNum(report.Num(v), d
 func (format) Pct(v float64) string             { return fmtPct(report.Num(v)) }
 func (format) Dur(seconds float64) string       { return fmtDur(report.Num(seconds)) }
 func (format) MB(bytes float64) string          { return fmtMB(report.Num(bytes)) }
+
+// tlsCostTable is report.TLSCost: CPU per request over TLS against
+// cleartext, and the full handshakes each proxy sustains per core.
+func tlsCostTable(r *report.Report) (Table, bool) {
+	if len(r.TLSCost) == 0 {
+		return Table{}, false
+	}
+	t := Table{Caption: "TLS cost: proxy CPU per request, TLS against cleartext, and full handshakes per core",
+		Header: []string{"proxy", "origin / tier", "cleartext req/s", "cleartext CPU µs/req", "TLS req/s", "TLS CPU µs/req", "TLS overhead",
+			"full handshakes/s", "proxy cores", "full handshakes/s per core"},
+		Right: []bool{false, false, true, true, true, true, true, true, true, true},
+		Notes: []string{"CPU per request = the proxy's mean CPU (cores) / its requests per second, the median over the repeats not invalid; " +
+			"cleartext is scenario simple and TLS scenario tls: the same keep-alive HTTP/1.1 cells (same concurrency and rate), only TLS differs. " +
+			"Full handshakes: scenario tls-handshake-full, a new TLS connection per request without resumption (requests/s = handshakes/s), " +
+			"divided by the proxy CPU cores it used meanwhile."}}
+	micro := func(v report.Num) string { return fmtNum(v*1e6, 1) }
+	for _, c := range r.TLSCost {
+		over := txt("–")
+		if c.Overhead.Known() {
+			over = txt(fmt.Sprintf("%+.0f %%", 100*float64(c.Overhead)))
+		}
+		if !c.Comparable && c.Note != "" {
+			over = Cell{Text: "–", Class: "suspect"}
+			t.Notes = append(t.Notes, fmt.Sprintf("%s %s / %s: %s", c.Proxy, c.Origin, c.Tier, c.Note))
+		}
+		t.Rows = append(t.Rows, []Cell{txt(c.Proxy), txt(c.Origin + " / " + c.Tier), txt(fmtNum(c.ClearRPS, 0)), txt(micro(c.ClearCPUPerRequest)),
+			txt(fmtNum(c.TLSRPS, 0)), txt(micro(c.TLSCPUPerRequest)), over,
+			txt(fmtNum(c.HandshakeRPS, 0)), txt(fmtNum(c.HandshakeCores, 2)), txt(fmtNum(c.HandshakesPerCore, 0))})
+	}
+	return t, true
+}

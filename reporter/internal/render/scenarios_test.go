@@ -100,3 +100,34 @@ func TestScenarioSectionAbsentForSimpleRuns(t *testing.T) {
 		t.Error("a run of simple cells only got a scenario section")
 	}
 }
+
+func TestTLSCostTable(t *testing.T) {
+	t.Parallel()
+	r := &report.Report{TLSCost: []report.TLSCost{
+		{Proxy: "nginx", Origin: "fast", Tier: "2s", ClearCPUPerRequest: 50e-6, TLSCPUPerRequest: 75e-6, Overhead: 0.5, ClearRPS: 10000, TLSRPS: 8000,
+			Comparable: true, HandshakeRPS: 1000, HandshakeCores: 0.8, HandshakesPerCore: 1250},
+		{Proxy: "caddy", Origin: "fast", Tier: "2s", ClearCPUPerRequest: 200e-6, TLSCPUPerRequest: 250e-6, Overhead: report.NaN(), ClearRPS: 5000, TLSRPS: 4000,
+			Note: "not comparable: x", HandshakeRPS: report.NaN(), HandshakeCores: report.NaN(), HandshakesPerCore: report.NaN()},
+	}}
+	tb, ok := tlsCostTable(r)
+	if !ok || len(tb.Rows) != 2 || len(tb.Rows[0]) != len(tb.Header) {
+		t.Fatalf("table %+v", tb)
+	}
+	var row []string
+	for _, c := range tb.Rows[0] {
+		row = append(row, c.Text)
+	}
+	if got := strings.Join(row, "|"); got != "nginx|fast / 2s|10000|50.0|8000|75.0|+50 %|1000|0.80|1250" {
+		t.Errorf("nginx row %s", got)
+	}
+	if c := tb.Rows[1][6]; c.Text != "–" || c.Class != "suspect" || !strings.Contains(strings.Join(tb.Notes, " "), "caddy fast / 2s: not comparable") {
+		t.Errorf("caddy overhead %+v, notes %q", c, tb.Notes)
+	}
+	if _, ok := tlsCostTable(&report.Report{}); ok {
+		t.Error("a TLS cost table without rows")
+	}
+	sec, ok := scenarioSection(r)
+	if !ok || sec.Tables[len(sec.Tables)-1].Caption != tb.Caption {
+		t.Errorf("the scenario section does not end with the TLS cost table (%v)", ok)
+	}
+}

@@ -75,6 +75,9 @@ type Report struct {
 	// (the duet's candidate, the observer study's unobserved cells) with
 	// the plan's own cells, pair by repeat (arms.go).
 	Arms []ArmResult `json:"arms,omitempty"`
+	// TLSCost is each proxy's price of TLS: CPU per request over TLS
+	// against cleartext, full handshakes per core (tlscost.go).
+	TLSCost []TLSCost `json:"tls_cost,omitempty"`
 }
 
 // NotRun is a planned cell that sent no traffic (unsupported scenario,
@@ -171,6 +174,24 @@ type Cell struct {
 
 	// ScenarioData is the loadgen's scenario account (manifest), nil for simple.
 	ScenarioData *manifest.ScenarioData `json:"scenario_data,omitempty"`
+	// Protocol is what the cell spoke (h1, tls, h2, h3; manifest), TLS what
+	// its handshakes negotiated and counted (manifest), nil for h1.
+	Protocol string        `json:"protocol,omitempty"`
+	TLS      *manifest.TLS `json:"tls,omitempty"`
+	// Handshake is the latency of the cell's completed TLS handshakes
+	// (Prometheus's handshake histogram over the window); nil when none
+	// was counted.
+	Handshake *HandshakeLatency `json:"tls_handshake_latency,omitempty"`
+}
+
+// HandshakeLatency is the latency of a cell's completed TLS handshakes,
+// from the ClientHello to the handshake's end, in seconds: histogram
+// estimates (native or classic buckets, as the request latency's).
+type HandshakeLatency struct {
+	Count int64 `json:"count"`
+	Mean  Num   `json:"mean"`
+	P50   Num   `json:"p50"`
+	P99   Num   `json:"p99"`
 }
 
 // Where a cell's late completions were read (Cell.LateSource).

@@ -1,0 +1,153 @@
+package runner
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"time"
+
+	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
+	"proxybench/internal/stack"
+	"proxybench/internal/tlscert"
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
+	"proxybench/loadgen/internal/plan"
+	"proxybench/loadgen/internal/routecheck"
+)
+
+// StackTLSTarget is the real stack's TLS ports: https://127.0.0.1:<TLS
+// port of the proxy>.
+func StackTLSTarget(proxy string) (string, error) {
+	p, err := stack.LookupProxy(proxy)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("https://127.0.0.1:%d", p.TLSPort), nil
+}
+
+// tlsVersion is a plan's TLS version ("1.2", "1.3") as crypto/tls numbers
+// it; 0 for "" (both offered).
+func tlsVersion(v string) uint16 {
+	switch v {
+	case "1.2":
+		return tls.VersionTLS12
+	case "1.3":
+		return tls.VersionTLS13
+	}
+	return 0
+}
+
+// tlsWant is what a cell of shape sh asks of the proxy's TLS port.
+func tlsWant(sh scenario.Shape, roots *x509.CertPool) routecheck.TLSWant {
+	v := tlsVersion(sh.TLSVersion)
+	return routecheck.TLSWant{ALPN: attack.Proto(sh.Proto).ALPN(), MinVersion: v, MaxVersion: v, RootCAs: roots}
+}
+
+// tlsSpec sets the protocol side of a cell's attack: the protocol, its
+// streams, the TLS versions and trust, and the load split into
+// connections of Streams streams (scenario.Scenario.Streams).
+func (r *Runner) tlsSpec(s *attack.Spec, sh scenario.Shape) error {
+	s.Proto = attack.Proto(sh.Proto)
+	if !sh.Def.Secure() {
+		return nil
+	}
+	roots, err := r.roots()
+	if err != nil {
+		return err
+	}
+	v := tlsVersion(sh.TLSVersion)
+	s.TLS = attack.TLSSettings{RootCAs: roots, MinVersion: v, MaxVersion: v, DisableResumption: sh.NoResume}
+	if sh.Streams > 1 {
+		s.Streams = sh.Streams
+		s.Load = streamLoad(s.Load, sh.Streams)
+	}
+	return nil
+}
+
+// streamLoad is the load m of requests in flight as connections carrying
+// streams each: a closed loop's connections and an open loop's most in
+// flight are divided by streams (at least one connection); stages keep
+// theirs (each connection carries streams).
+func streamLoad(m load.Model, streams int) load.Model {
+	f := 1 / float64(streams)
+	switch l := m.(type) {
+	case load.Closed:
+		return l.Share(f)
+	case load.Open:
+		if l.MaxInFlight == 0 {
+			l.MaxInFlight = load.DefaultMaxInFlight
+		}
+		l.MaxInFlight = max(1, l.MaxInFlight/streams)
+		return l
+	}
+	return m
+}
+
+// roots is the lab CA the TLS cells trust (internal/tlscert), read once.
+func (r *Runner) roots() (*x509.CertPool, error) {
+	if r.rootCAs == nil && r.rootsErr == nil {
+		dir := r.TLSDir
+		if dir == "" {
+			dir = tlscert.DefaultDir
+		}
+		r.rootCAs, r.rootsErr = tlscert.CAPool(dir)
+		if r.rootsErr != nil {
+			r.rootsErr = fmt.Errorf("the lab CA the TLS cells trust: %w (loadgen certs, or scripts/stack.sh up, makes it)", r.rootsErr)
+		}
+	}
+	return r.rootCAs, r.rootsErr
+}
+
+// tlsCheckKey names what a TLS preflight checked: the protocol and the
+// versions offered.
+func tlsCheckKey(sh scenario.Shape) string { return sh.Proto + "/" + sh.TLSVersion }
+
+// tlsSkip is why a TLS cell of the proxy is not run, nil when its TLS port
+// negotiates what the cell asks (routecheck.CheckTLS, once per protocol and
+// version). The custom proxy that serves nothing on its TLS port (refused,
+// or no QUIC answer) is not applicable, not broken.
+func (r *Runner) tlsSkip(ctx context.Context, st *proxyState, c plan.Cell) *manifest.Skip {
+	if c.Def == nil || !c.Def.Secure() {
+		return nil
+	}
+	key := tlsCheckKey(c.Shape)
+	res, ok := st.tls[key]
+	if !ok {
+		res = r.checkTLS(ctx, c)
+		st.tls[key] = res
+		if !res.OK {
+			r.Log.Warn("preflight: TLS port does not negotiate what the cells ask, they are skipped", "reason", res.Reason)
+		}
+	}
+	switch {
+	case res.OK:
+		return nil
+	case c.Proxy == "custom" && (res.Short == "refused" || res.Short == "timeout"):
+		return &manifest.Skip{Kind: manifest.SkipNotApplicable,
+			Reason: fmt.Sprintf("the custom proxy serves no %s on its TLS port (%s)", c.Shape.Proto, res.Short)}
+	}
+	return &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + res.Reason}
+}
+
+func (r *Runner) checkTLS(ctx context.Context, c plan.Cell) routecheck.Result {
+	fail := func(err error) routecheck.Result {
+		return routecheck.Result{Proxy: c.Proxy, Short: "error", Reason: err.Error()}
+	}
+	base, err := r.TLSTarget(c.Proxy)
+	if err != nil {
+		return fail(err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return fail(err)
+	}
+	roots, err := r.roots()
+	if err != nil {
+		return fail(err)
+	}
+	timeout := min(time.Duration(r.Plan.Timeout), 5*time.Second)
+	return routecheck.CheckTLS(ctx, c.Proxy, u.Host, tlsWant(c.Shape, roots), timeout)
+}
