@@ -19,8 +19,8 @@ func TestKneeJudgedAgainstCeiling(t *testing.T) {
 	t.Cleanup(srv.Close)
 	knee := func(extra ...string) kneeJSON {
 		var out, errb bytes.Buffer
-		args := append([]string{"-url", srv.URL + "/", "-knee", "-knee-start", "150", "-knee-step", "25", "-knee-max", "600",
-			"-knee-step-d", "400ms", "-max-rate", "300", "-json", "-quiet"}, extra...)
+		args := append([]string{"-url", srv.URL + "/", "-knee", "-knee-start", "1000", "-knee-step", "125", "-knee-max", "4000",
+			"-knee-step-d", "400ms", "-max-rate", "2000", "-json", "-quiet"}, extra...)
 		if code := Main(context.Background(), args, &out, &errb, discard()); code != 0 {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
@@ -30,18 +30,20 @@ func TestKneeJudgedAgainstCeiling(t *testing.T) {
 		}
 		return k
 	}
-	// Steps of 25 req/s: the step at the cap itself may break on a loaded
-	// host (fewer than 99 % of its sends in the window), the one below it
-	// holds, and either is at 80 % of the ceiling or more.
-	k := knee("-ceiling", "300")
-	if k.LastHeld < 250 || k.LastHeld > 300 {
-		t.Fatalf("knee under a 300 req/s cap: %v, steps %+v", k.LastHeld, k.Steps)
+	// Steps of 125 req/s (6 % of the cap) of 400 ms, at rates where one
+	// send missed at a step's very end is under 1 % of it: the step at the
+	// cap itself may break on a loaded host (fewer than 99 % of its sends
+	// in the window), a step below it holds, and either is at 80 % of the
+	// ceiling or more.
+	k := knee("-ceiling", "2000")
+	if k.LastHeld < 1625 || k.LastHeld > 2000 {
+		t.Fatalf("knee under a 2000 req/s cap: %v, steps %+v", k.LastHeld, k.Steps)
 	}
 	if last := k.Steps[len(k.Steps)-1]; last.Held || !strings.Contains(last.Why, "max rate cap") {
 		t.Errorf("the step above the cap broke with %q, want the cap named", last.Why)
 	}
-	if !k.Invalid || k.Ceiling != 300 || !strings.Contains(k.InvalidReason, "of the loadgen's own ceiling 300 req/s") {
-		t.Errorf("knee %v against a ceiling of 300: invalid %v %q", k.LastHeld, k.Invalid, k.InvalidReason)
+	if !k.Invalid || k.Ceiling != 2000 || !strings.Contains(k.InvalidReason, "of the loadgen's own ceiling 2000 req/s") {
+		t.Errorf("knee %v against a ceiling of 2000: invalid %v %q", k.LastHeld, k.Invalid, k.InvalidReason)
 	}
 	if k := knee(); k.Invalid || k.InvalidReason != "" {
 		t.Errorf("without -ceiling the knee is not judged: %+v", k)
