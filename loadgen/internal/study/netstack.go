@@ -410,10 +410,14 @@ func netstack(ctx context.Context, e *Env) error {
 			"docker-proxy's CPU per request over the bridge windows: %s",
 		minRatio, len(bridgeRatios), bridgeProxy, nsMicros(proxyCPU))
 	_ = e.AddCheck("0 errors", len(errorsSeen) == 0 && n > 0, "samples %d; transport errors or non-200 answers: %s", n, nsListOrNone(errorsSeen))
-	_ = e.AddCheck("achieved rate", worstRate <= 0.01 && n > 0,
-		"asked %.0f req/s; the rate sent in the window off by at most %.3f %% (want <= 1 %%) over %d samples; "+
+	// 1 % of the rate, or what a 50 ms stall of the host (the hypervisor
+	// steals CPU in bursts) leaves unsent in a short window, whichever is
+	// more: the tiny scale's 1.5 s window cannot hold 1 % through one.
+	tol := nsRateTolerance(sc.Dur)
+	_ = e.AddCheck("achieved rate", worstRate <= tol && n > 0,
+		"asked %.0f req/s; the rate sent in the window off by at most %.3f %% (want <= %.3g %%) over %d samples; "+
 			"completions inside the window (rps, without the late ones) off by at most %.3f %%; %d sends waited for the cap of %d in flight",
-		rate, worstRate*100, n, worstDone*100, capped, nsMaxInFlight)
+		rate, worstRate*100, tol*100, n, worstDone*100, capped, nsMaxInFlight)
 	return nil
 }
 
@@ -856,4 +860,13 @@ func nsListOrNone(s []string) string {
 // nsConfigHash is the config's sha256, short.
 func nsConfigHash(conf string) string {
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(conf)))[:12]
+}
+
+// nsRateTolerance is how far a sample's sent rate may fall short of the
+// asked one: 1 %, or a 50 ms stall's share of a window of d if more.
+func nsRateTolerance(d time.Duration) float64 {
+	if d <= 0 {
+		return 0.01
+	}
+	return math.Max(0.01, 0.05/d.Seconds())
 }

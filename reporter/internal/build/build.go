@@ -161,12 +161,15 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	var lacking, gaps []string
 	for i := range cells {
-		c := &cells[i]
-		if mc := byID[c.ID]; mc != nil {
-			mergeManifest(c, mc)
+		if mc := byID[cells[i].ID]; mc != nil {
+			mergeManifest(&cells[i], mc)
 		}
+	}
+	exceeded := exceededCeilings(man, cells, cfg.Log)
+	for i := range cells {
+		c := &cells[i]
 		c.CeilingRPS = report.NaN()
-		if ceil := cellCeiling(man, c); ceil != nil && ceil.RPS > 0 {
+		if ceil := cellCeiling(man, c); ceil != nil && ceil.RPS > 0 && !exceeded[ceil] {
 			c.CeilingRPS = report.Num(ceil.RPS)
 		}
 		switch {
@@ -541,4 +544,24 @@ func cellCeiling(man *manifest.Manifest, c *report.Cell) *manifest.Ceiling {
 		return man.OpenCeiling
 	}
 	return man.Ceiling
+}
+
+// exceededCeilings are the run's ceilings that one of its own cells went
+// past: the loadgen sent more through a proxy than the measurement said it
+// could against a trivial server, so that measurement was not its limit
+// (taken while something else held the CPUs, or cached from such a time)
+// and no cell is judged against it.
+func exceededCeilings(man *manifest.Manifest, cells []report.Cell, log *slog.Logger) map[*manifest.Ceiling]bool {
+	out := map[*manifest.Ceiling]bool{}
+	for i := range cells {
+		c := &cells[i]
+		ceil := cellCeiling(man, c)
+		if ceil == nil || !(ceil.RPS > 0) || out[ceil] || !c.GoodputRPS.Known() || float64(c.GoodputRPS) <= ceil.RPS {
+			continue
+		}
+		out[ceil] = true
+		log.Warn("instrument ceiling below what a cell reached: no cell is judged against it",
+			"model", ceil.Model, "ceiling_rps", int64(ceil.RPS), "cell", c.ID, "goodput_rps", int64(c.GoodputRPS), "source", ceil.Source)
+	}
+	return out
 }
