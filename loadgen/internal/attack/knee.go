@@ -14,7 +14,13 @@ import (
 // responses: a proxy shedding load answers 502/503) exceeds MaxErrorRatio, or
 // fewer than 99 % of the scheduled requests were sent in the window: either
 // max in flight was reached (the target could not take the offered rate) or
-// the loadgen itself could not keep up. Every step is an open loop
+// the loadgen itself could not keep up. A step the loadgen alone broke
+// (missed sends, neither max in flight nor the MaxRate cap reached) is run
+// once more at the same rate, its first run kept with Retried set: a host's
+// stall of a few milliseconds near a window's end is not the target's knee,
+// and a loadgen that truly cannot keep up breaks the second run too (a step
+// at or above the cap is not run again: the cap is no stall). Every
+// step is an open loop
 // (load.Open, s.Load is not used) of StepDuration with at most MaxInFlight
 // in flight; the first is preceded by the warm-up of WarmUp at StartRate
 // when o.Warmup is set. last is the last rate that held, 0 if none did.
@@ -40,7 +46,7 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	if err != nil && ctx.Err() == nil {
 		return 0, nil, err
 	} // cut short by ctx: the first step reports the interruption
-	for rate := o.StartRate; rate <= o.MaxRate+1e-9; rate += o.Step {
+	for rate, retried := o.StartRate, false; rate <= o.MaxRate+1e-9; {
 		s.Load = step(rate)
 		res, err := run(ctx, s)
 		if err != nil {
@@ -49,30 +55,39 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 			}
 			return last, steps, err
 		}
-		st := KneeStep{Rate: rate, Result: res, Why: kneeWhy(res, o), WarmupStart: warmStart}
+		why, retry := kneeWhy(res, o, rate, s.MaxRate)
+		st := KneeStep{Rate: rate, Result: res, Why: why, Held: why == "", WarmupStart: warmStart}
 		warmStart = time.Time{}
-		st.Held = st.Why == ""
+		if retry && !retried {
+			st.Retried, retried = true, true
+			steps = append(steps, st)
+			continue
+		}
 		steps = append(steps, st)
 		if !st.Held {
 			return last, steps, nil
 		}
-		last = rate
+		last, rate, retried = rate, rate+o.Step, false
 	}
 	return last, steps, nil
 }
 
-// kneeWhy says why a step broke, "" when it held. A step whose sends the
-// MaxRate cap held (more than 1 %) names the cap first: its latency and
+// kneeWhy says why a step at rate broke, "" when it held; retry is true
+// when the loadgen broke it by missed sends below the MaxRate cap (a host's
+// stall, worth a second run). A broken step at or above the cap, or one
+// whose sends the cap held (more than 1 %: after a stall the cap lets the
+// backlog out at only the cap's rate), names the cap first: its latency and
 // missed sends are the instrument's own limit.
-func kneeWhy(res *Result, o KneeOptions) string {
-	why := kneeBroke(res, o)
-	if why != "" && 100*res.Held > res.Sent {
-		return fmt.Sprintf("the loadgen's max rate cap held %d of %d sends: %s", res.Held, res.Sent, why)
+func kneeWhy(res *Result, o KneeOptions, rate, maxRate float64) (why string, retry bool) {
+	why, loadgen := kneeBroke(res, o)
+	retry = loadgen && (maxRate <= 0 || rate < maxRate)
+	if why != "" && maxRate > 0 && (rate >= maxRate || 100*res.Held > res.Sent) {
+		why = fmt.Sprintf("the loadgen's max rate cap of %g req/s held %d of %d sends: %s", maxRate, res.Held, res.Sent, why)
 	}
-	return why
+	return why, retry
 }
 
-func kneeBroke(res *Result, o KneeOptions) string {
+func kneeBroke(res *Result, o KneeOptions) (why string, loadgen bool) {
 	total := res.Requests + res.Errors
 	failed := res.Errors
 	for code, n := range res.Codes {
@@ -83,20 +98,20 @@ func kneeBroke(res *Result, o KneeOptions) string {
 	p99 := res.Quantile(99)
 	switch {
 	case total == 0:
-		return "no request completed"
+		return "no request completed", false
 	case float64(failed)/float64(total) > o.MaxErrorRatio:
-		return fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio)
+		return fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio), false
 	case p99 > o.P99:
-		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99)
+		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99), false
 	case float64(res.Sent) < 0.99*float64(res.Scheduled):
 		if 100*res.Capped > res.Sent {
 			// More than 1 % of the sends waited for a free connection: the
 			// target is saturated (a few capped sends at the start are only
 			// the pool connecting).
-			return fmt.Sprintf("sent %d of %d scheduled: max in flight reached (capped %d)", res.Sent, res.Scheduled, res.Capped)
+			return fmt.Sprintf("sent %d of %d scheduled: max in flight reached (capped %d)", res.Sent, res.Scheduled, res.Capped), false
 		}
 		return fmt.Sprintf("sent %d of %d scheduled: the loadgen could not keep up (missed %d, lag p99 %v)",
-			res.Sent, res.Scheduled, res.Missed, res.LagP99)
+			res.Sent, res.Scheduled, res.Missed, res.LagP99), true
 	}
-	return ""
+	return "", false
 }

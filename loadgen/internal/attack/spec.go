@@ -187,6 +187,9 @@ type KneeStep struct {
 	Result *Result
 	Held   bool
 	Why    string // why it broke, empty when it held
+	// Retried: the loadgen alone broke this run (missed sends below the
+	// cap), so the next step is a second run at the same rate.
+	Retried bool
 
 	WarmupStart time.Time // the first step: when its warm-up began; zero without one
 }

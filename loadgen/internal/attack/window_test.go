@@ -296,8 +296,9 @@ func TestKneeWhyTellsCappedFromMissed(t *testing.T) {
 			"sent 900 of 1000 scheduled: the loadgen could not keep up (missed 100, lag p99 30ms)"},
 		{"errors first", Result{Requests: 900, Errors: 100, Codes: ok, Scheduled: 1000, Sent: 1000}, "error ratio 0.1000 > 0.0100 (errors and 5xx)"},
 	} {
-		if got := kneeWhy(&tc.res, o); got != tc.want {
-			t.Errorf("%s: why %q, want %q", tc.name, got, tc.want)
+		got, retry := kneeWhy(&tc.res, o, 1000, 0)
+		if got != tc.want || retry != (tc.name == "loadgen") {
+			t.Errorf("%s: why %q (run again %v), want %q", tc.name, got, retry, tc.want)
 		}
 	}
 }

@@ -207,6 +207,7 @@ func kneeValidity(o *options, last float64) (string, bool) {
 type kneeStep struct {
 	Rate    float64 `json:"rate_rps"`
 	Held    bool    `json:"held"`
+	Retried bool    `json:"retried,omitempty"` // the loadgen alone broke it: the next step is a second run at this rate
 	Why     string  `json:"why,omitempty"`
 	Summary Summary `json:"result"`
 }
@@ -219,7 +220,7 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 			oo := *o
 			oo.rate = s.Rate
 			oo.spec.Load = load.Open{Rate: s.Rate, MaxInFlight: o.kneeOpts.MaxInFlight, Duration: o.kneeOpts.StepDuration}
-			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Why, summarize(&oo, s.Result, s.WarmupStart, false)})
+			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Retried, s.Why, summarize(&oo, s.Result, s.WarmupStart, false)})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -232,6 +233,9 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 		held := "yes"
 		if !s.Held {
 			held = "no: " + s.Why
+		}
+		if s.Retried {
+			held = "run again: " + s.Why
 		}
 		fmt.Fprintf(tw, "%g\t%.1f\t%s\t%s\t%d\t%d\t%d\t%s\t\n", s.Rate, s.Result.RPS(), d(l.P50), d(l.P99), s.Result.Errors,
 			s.Result.Missed, s.Result.Capped, held)
