@@ -146,15 +146,16 @@ func dockerGCLines(t *testing.T, cli *dockerx.Client, ctr dockerx.Container, sin
 	return lines, minN, maxN
 }
 
-// TestE2EGCCyclesEqualDockerLogs loads each Go proxy for 20 s, then checks
-// the exporter's cycle count for it grew by exactly the gc lines its docker
-// logs gained over the same interval. Counting over the interval, not the
+// TestE2EGCCyclesEqualDockerLogs loads each Go proxy for 10 s (the two
+// side by side), then checks the exporter's cycle count for it grew by
+// exactly the gc lines its docker logs gained over the same interval. Counting over the interval, not the
 // container's life, keeps the check exact when an earlier test restarted
 // the proxy (its counter spans processes; a process's log does not).
 func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
 	exp, targets, cli := e2eConfig(t)
 	for _, tg := range targets {
 		t.Run(tg.container, func(t *testing.T) {
+			t.Parallel()
 			ctr, err := cli.Inspect(context.Background(), tg.container)
 			if err != nil {
 				t.Fatal(err)
@@ -164,7 +165,7 @@ func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
 			mfs, _ := scrape(exp)
 			before, _, _ := sample(mfs, "proxybench_gc_cycles_total", "container", tg.container)
 			since := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			reqs := load(ctx, tg.url, 16)
 			<-ctx.Done()
 			cancel()
@@ -187,18 +188,20 @@ func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
 				t.Errorf("exporter counted %v cycles over the interval, docker logs hold %d gc lines (cycles %d..%d)", got-before, lines, minN, maxN)
 			}
 			if got-before < 3 {
-				t.Errorf("only %v cycles under 20 s of load: not a test of counting (is GODEBUG=gctrace=1 set on %s?)", got-before, tg.container)
+				t.Errorf("only %v cycles under 10 s of load: not a test of counting (is GODEBUG=gctrace=1 set on %s?)", got-before, tg.container)
 			}
 		})
 	}
 }
 
 // TestE2EStatsMatchDockerStats compares the exporter's cAdvisor CPU rate
-// over a 30 s loaded window with the engine's own stats, and memory.
+// over a 20 s loaded window with the engine's own stats, and memory (the
+// proxies side by side).
 func TestE2EStatsMatchDockerStats(t *testing.T) {
 	exp, targets, cli := e2eConfig(t)
 	for _, tg := range targets {
 		t.Run(tg.container, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			load(ctx, tg.url, 16)
@@ -230,7 +233,7 @@ func TestE2EStatsMatchDockerStats(t *testing.T) {
 			var s1 dockerx.Stats
 			const n = 10
 			for i := 0; i < n; i++ {
-				time.Sleep(3 * time.Second)
+				time.Sleep(2 * time.Second)
 				var m float64
 				c1, t1, s1, m = read()
 				memExp += m / n

@@ -51,6 +51,14 @@ type Server struct {
 	scraped chan struct{}
 	once    sync.Once
 	errc    chan error
+
+	mu      sync.Mutex
+	waiters []waiter // ScrapedAfter's, until a scrape after their time
+}
+
+type waiter struct {
+	after time.Time
+	ch    chan struct{}
 }
 
 // New returns a server of reg's metrics at /metrics, not yet serving.
@@ -58,8 +66,10 @@ func New(reg *prometheus.Registry, log *slog.Logger) *Server {
 	s := &Server{mux: http.NewServeMux(), log: log, scraped: make(chan struct{}), errc: make(chan error, 1)}
 	h := Handler(reg, log)
 	s.mux.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now() // what is served was gathered after this
 		h.ServeHTTP(w, r)
 		s.once.Do(func() { close(s.scraped) })
+		s.served(began)
 	}))
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: ReadHeaderTimeout}
 	return s
@@ -84,6 +94,33 @@ func (s *Server) Addr() string { return s.addr }
 
 // Scraped is closed once the first /metrics response has been written.
 func (s *Server) Scraped() <-chan struct{} { return s.scraped }
+
+// ScrapedAfter is closed once a /metrics response has been written whose
+// scrape began at or after t: every value as of t has then reached
+// Prometheus (the loadgen's linger waits for it).
+func (s *Server) ScrapedAfter(t time.Time) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.waiters = append(s.waiters, waiter{t, ch})
+	return ch
+}
+
+// served closes the waiters whose time a scrape that began at began
+// passed.
+func (s *Server) served(began time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.waiters[:0]
+	for _, w := range s.waiters {
+		if began.Before(w.after) {
+			kept = append(kept, w)
+		} else {
+			close(w.ch)
+		}
+	}
+	s.waiters = kept
+}
 
 // Err receives the error that ended serving early (never after Stop).
 func (s *Server) Err() <-chan error { return s.errc }

@@ -98,3 +98,43 @@ func TestServer(t *testing.T) {
 		t.Errorf("no gathering errors counted:\n%s", b)
 	}
 }
+
+// ScrapedAfter fires on the first scrape that began at or after its time,
+// not on an earlier one.
+func TestScrapedAfter(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	s.Serve(ln)
+	t.Cleanup(s.Stop)
+	get := func() {
+		resp, err := http.Get("http://" + s.Addr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	past := s.ScrapedAfter(time.Now().Add(-time.Second))
+	later := s.ScrapedAfter(time.Now().Add(300 * time.Millisecond))
+	get()
+	select {
+	case <-past:
+	default:
+		t.Fatal("a scrape after the time did not close ScrapedAfter")
+	}
+	select {
+	case <-later:
+		t.Fatal("a scrape before the time closed ScrapedAfter")
+	default:
+	}
+	time.Sleep(300 * time.Millisecond)
+	get()
+	select {
+	case <-later:
+	default:
+		t.Fatal("the scrape after the time did not close ScrapedAfter")
+	}
+}

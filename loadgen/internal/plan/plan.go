@@ -53,7 +53,7 @@ type Plan struct {
 	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
 	Settle      Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
-	Linger      Duration `yaml:"linger" json:"linger"`                 // metrics kept up after the last cell
+	Linger      Duration `yaml:"linger" json:"linger"`                 // at most this long: metrics kept up after the last cell until scraped
 	Timeout     Duration `yaml:"timeout" json:"timeout"`               // per request
 	Preflight   Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long
 	Results     string   `yaml:"results" json:"results"`               // results root

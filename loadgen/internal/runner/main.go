@@ -150,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
-		Host: HostInfo(ctx), Self: self, Placement: pl,
+		Host: HostInfo(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter,
 	}
 	if e.ceiling != nil {
 		r.Ceiling = func(ctx context.Context, open bool) (*manifest.Ceiling, error) {

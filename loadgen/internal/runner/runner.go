@@ -103,6 +103,10 @@ type Runner struct {
 	// run's placement before the cells (ceiling.go): of the closed-loop
 	// engine, or with open of the open-loop one; nil: none is recorded.
 	Ceiling func(ctx context.Context, open bool) (*manifest.Ceiling, error)
+	// ScrapedAfter is closed once Prometheus has scraped the loadgen's
+	// /metrics in a scrape that began at or after t (the metrics server's
+	// ScrapedAfter); nil: the linger is the plan's Linger in full.
+	ScrapedAfter func(t time.Time) <-chan struct{}
 
 	m       *manifest.Manifest
 	dir     string
@@ -229,10 +233,38 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if p.Linger > 0 {
 		// Ctrl-C already came or may come: linger anyway so the aborted
 		// cell's end is scraped; a second Ctrl-C kills the process.
-		r.Log.Info("lingering so Prometheus scrapes the final values", "linger", p.Linger.String())
-		_ = r.Clock.Sleep(context.WithoutCancel(ctx), time.Duration(p.Linger))
+		r.linger(context.WithoutCancel(ctx), time.Duration(p.Linger))
 	}
 	return &Outcome{Manifest: r.m, Dir: r.dir, Broken: r.broken}, nil
+}
+
+// linger keeps the loadgen's /metrics up after the last cell until
+// Prometheus has scraped it manifest.MarginAfter past now (the last cell's
+// drain is over): the counting span of every window then ends before the
+// staleness marker of the loadgen's exit. Without such a scrape (no
+// ScrapedAfter, Prometheus away) it waits at most d.
+func (r *Runner) linger(ctx context.Context, d time.Duration) {
+	start := r.Clock.Now()
+	r.Log.Info("lingering so Prometheus scrapes the final values", "at_most", d.String())
+	if r.ScrapedAfter == nil {
+		_ = r.Clock.Sleep(ctx, d)
+		return
+	}
+	scraped := r.ScrapedAfter(start.Add(manifest.MarginAfter))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-scraped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := r.Clock.Sleep(ctx, d); err == nil {
+		r.Log.Warn("Prometheus did not scrape the loadgen after its last cell: the last window's end may be unseen server-side", "waited", d.String())
+		return
+	}
+	r.Log.Info("final values scraped", "after", r.Clock.Now().Sub(start).Round(time.Millisecond).String())
 }
 
 // proxyState is what the run knows of one proxy across its rounds: it is

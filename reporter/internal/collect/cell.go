@@ -8,18 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/stats"
 )
 
-// Margins around a window for the loadgen's quiet traffic series (design
-// notes, timing guarantee): counting over (start-1s, end+1.5s] is exact,
-// where end is the later of the planned end and the drain of late requests.
+// Margins around a window for the loadgen's quiet traffic series (the
+// timing guarantee, manifest.MarginBefore): counting over (start-1s,
+// end+1.5s] is exact, where end is the later of the planned end and the
+// drain of late requests.
 const (
-	MarginBefore = time.Second
-	MarginAfter  = 1500 * time.Millisecond
+	MarginBefore = manifest.MarginBefore
+	MarginAfter  = manifest.MarginAfter
 )
 
 // span is a window rendered for PromQL: range W ending at E, baseline at S.
