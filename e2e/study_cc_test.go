@@ -3,39 +3,13 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-// ccRecord is what this test reads of a cc study's study.json.
-type ccRecord struct {
-	Status  string `json:"status"`
-	Error   string `json:"error"`
-	Samples []struct {
-		Group   string             `json:"group"`
-		Variant string             `json:"variant"`
-		Values  map[string]float64 `json:"values"`
-		Error   string             `json:"error"`
-	} `json:"samples"`
-	Checks []struct {
-		Name   string `json:"name"`
-		OK     bool   `json:"ok"`
-		Detail string `json:"detail"`
-	} `json:"checks"`
-	NA []struct {
-		Group   string `json:"group"`
-		Variant string `json:"variant"`
-		Reason  string `json:"reason"`
-	} `json:"na"`
-}
 
 // TestStudyCC runs the cc study at the tiny scale for real (two network
 // namespaces, tbf at 1 Gbit/s, the eBPF drop program, iperf3) and checks
@@ -51,35 +25,13 @@ func TestStudyCC(t *testing.T) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Fatal("the cc study needs iperf3: apt-get install iperf3")
 	}
-	results := t.TempDir()
-	run := "cc-e2e-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	start := time.Now()
-	out, err := exec.CommandContext(ctx, bin(t, "loadgen"), "study", "-study", "cc", "-scale", "tiny", "-run", run, "-results", results).CombinedOutput()
-	if err != nil {
-		t.Fatalf("loadgen study -study cc: %v\n%s", err, out)
-	}
-	t.Logf("tiny cc study took %s", time.Since(start).Round(time.Second))
-	b, err := os.ReadFile(filepath.Join(results, run, "study.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r ccRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != "done" {
-		t.Fatalf("status %q (%s)", r.Status, r.Error)
-	}
+	r, _ := runStudy(t, "cc", 50*time.Second, nil)
 	check := func(name string) (ok bool, detail string) {
-		for _, c := range r.Checks {
-			if c.Name == name {
-				return c.OK, c.Detail
-			}
+		c, found := r.Check(name)
+		if !found {
+			t.Errorf("no check %q", name)
 		}
-		t.Errorf("no check %q", name)
-		return false, ""
+		return c.OK, c.Detail
 	}
 
 	// The congestion control in effect is the one asked for, every variant.
@@ -140,13 +92,7 @@ func TestStudyCC(t *testing.T) {
 
 	// The delay profile: measured, or n/a with the kernel's reason.
 	if n["delay50-loss2"] == 0 {
-		reason := ""
-		for _, x := range r.NA {
-			if x.Group == "delay50-loss2" {
-				reason = x.Reason
-			}
-		}
-		if !strings.Contains(reason, "netem") {
+		if reason := r.NAReason("delay50-loss2", ""); !strings.Contains(reason, "netem") {
 			t.Errorf("delay profile neither measured nor n/a with a reason naming netem: %q", reason)
 		}
 	}

@@ -7,30 +7,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-// ceilingRecord is what these tests read of a study.json, decoded on their
-// own as a user would.
-type ceilingRecord struct {
-	Status  string `json:"status"`
-	Error   string `json:"error"`
-	Samples []struct {
-		Variant string             `json:"variant"`
-		Repeat  int                `json:"repeat"`
-		Values  map[string]float64 `json:"values"`
-		Error   string             `json:"error"`
-	} `json:"samples"`
-	Checks []struct {
-		Name   string `json:"name"`
-		OK     bool   `json:"ok"`
-		Detail string `json:"detail"`
-	} `json:"checks"`
-}
 
 // TestStudyCeiling runs the ceiling study at tiny scale on the real stack:
 // under a -max-rate cap the loadgen's own ceiling against the trivial server
@@ -38,30 +19,8 @@ type ceilingRecord struct {
 // judged the instrument's (invalid), and the uncapped ceiling is well above
 // the cap.
 func TestStudyCeiling(t *testing.T) {
-	results := t.TempDir()
-	run := fmt.Sprintf("e2e-ceiling-%d", time.Now().UnixNano())
-	start := time.Now()
-	out, err := exec.Command(bin(t, "loadgen"), "study", "-study", "ceiling", "-scale", "tiny", "-run", run, "-results", results).CombinedOutput()
-	t.Logf("loadgen study -study ceiling -scale tiny: %v\n%s", time.Since(start).Round(100*time.Millisecond), out)
-	if err != nil {
-		t.Fatalf("loadgen study: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(results, run, "study.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r ceilingRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != "done" {
-		t.Fatalf("status %s: %s", r.Status, r.Error)
-	}
-	for _, c := range r.Checks {
-		if !c.OK {
-			t.Errorf("check %q failed: %s", c.Name, c.Detail)
-		}
-	}
+	r, _ := runStudy(t, "ceiling", 90*time.Second, nil)
+	studyChecks(t, r)
 	if len(r.Checks) < 4 {
 		t.Errorf("%d checks, want 4", len(r.Checks))
 	}

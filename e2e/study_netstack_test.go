@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,88 +13,22 @@ import (
 	"time"
 )
 
-// netstackRecord is what this test reads of a study's study.json.
-type netstackRecord struct {
-	Status   string `json:"status"`
-	Error    string `json:"error"`
-	Baseline string `json:"baseline"`
-	Method   []string
-	Variants []struct {
-		Name string `json:"name"`
-	} `json:"variants"`
-	Samples []struct {
-		Variant string             `json:"variant"`
-		Repeat  int                `json:"repeat"`
-		Values  map[string]float64 `json:"values"`
-		Error   string             `json:"error"`
-	} `json:"samples"`
-	Checks []struct {
-		Name   string `json:"name"`
-		OK     bool   `json:"ok"`
-		Detail string `json:"detail"`
-	} `json:"checks"`
-}
-
-// runNetstackStudy runs `loadgen study -scale tiny` for real and returns its record
-// and how long it took.
-func runNetstackStudy(t *testing.T, name string, within time.Duration) (netstackRecord, time.Duration) {
-	t.Helper()
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	results := t.TempDir()
-	run := "e2e-" + name + "-" + time.Now().UTC().Format("20060102T150405Z")
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, bin(t, "loadgen"), "study", "-study", name, "-scale", "tiny", "-run", run, "-results", results, "-repo", repo)
-	out, err := cmd.CombinedOutput()
-	took := time.Since(start)
-	t.Logf("loadgen study %s (%s):\n%s", name, took.Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatalf("loadgen study %s: %v", name, err)
-	}
-	b, err := os.ReadFile(filepath.Join(results, run, "study.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r netstackRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("decode study.json: %v", err)
-	}
-	if r.Status != "done" {
-		t.Fatalf("study status %q (%s), want done", r.Status, r.Error)
-	}
-	return r, took
-}
-
 // TestStudyNetstack runs the tiny netstack study and checks, from its
 // record, that the three modes really differ (the numbers in the checks,
 // not only their verdicts), that every sample had no error and was sent at
 // the asked rate, that the latencies are ordered, and that nothing is left
 // running.
 func TestStudyNetstack(t *testing.T) {
-	r, took := runNetstackStudy(t, "netstack", 55*time.Second)
+	r, took := runStudy(t, "netstack", 55*time.Second, nil)
 	if took > 40*time.Second {
 		t.Errorf("the tiny study took %s, want under 40 s", took.Round(time.Second))
 	}
 	if r.Baseline != "bare" {
 		t.Errorf("baseline %q, want bare", r.Baseline)
 	}
-	checks := map[string]string{}
-	for _, c := range r.Checks {
-		checks[c.Name] = c.Detail
-		if !c.OK {
-			t.Errorf("check %q failed: %s", c.Name, c.Detail)
-		}
-	}
-	for _, name := range []string{"same nginx build", "bare: host process in the host netns", "hostnet: container cgroup, host netns",
-		"bridge: container cgroup, own netns", "pinned, same workers", "no CPU quota", "bridge traffic crossed the bridge", "0 errors", "achieved rate"} {
-		if _, ok := checks[name]; !ok {
-			t.Errorf("no check %q", name)
-		}
-	}
+	checks := studyChecks(t, r)
+	mustHaveChecks(t, checks, "same nginx build", "bare: host process in the host netns", "hostnet: container cgroup, host netns",
+		"bridge: container cgroup, own netns", "pinned, same workers", "no CPU quota", "bridge traffic crossed the bridge", "0 errors", "achieved rate")
 
 	// The namespaces and cgroups, from the numbers the checks recorded.
 	nsRE := regexp.MustCompile(`netns (net:\[\d+\]), host netns (net:\[\d+\]); cgroup (\S+)`)
@@ -138,9 +69,10 @@ func TestStudyNetstack(t *testing.T) {
 		if v["error_ratio"] != 0 {
 			t.Errorf("%s repeat %d: error ratio %g", s.Variant, s.Repeat, v["error_ratio"])
 		}
-		// The study's own rule: 1 %, or a 50 ms stall's share of the
-		// window (the tiny scale's is 1.5 s).
-		tol := math.Max(0.01, 0.05/1.5)
+		// The study's own rule is its "achieved rate" check; this test's
+		// is looser (5 %), so that a sample far off the asked rate fails
+		// even if that check were wrong.
+		const tol = 0.05
 		if asked := v["offered_rps"]; asked <= 0 || math.Abs(v["sent_rps"]/asked-1) > tol {
 			t.Errorf("%s repeat %d: sent %.1f req/s, asked %.0f: want within %.3g %%", s.Variant, s.Repeat, v["sent_rps"], asked, tol*100)
 		}

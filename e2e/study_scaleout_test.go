@@ -3,16 +3,10 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,30 +15,6 @@ import (
 
 	"proxybench/internal/cgroup"
 )
-
-// scaleoutRecord is what this test reads of the scaleout study's study.json.
-type scaleoutRecord struct {
-	Status   string `json:"status"`
-	Error    string `json:"error"`
-	Baseline string `json:"baseline"`
-	Groups   []struct {
-		Name string `json:"name"`
-	} `json:"groups"`
-	Variants []struct {
-		Name string `json:"name"`
-	} `json:"variants"`
-	Samples []struct {
-		Group   string             `json:"group"`
-		Variant string             `json:"variant"`
-		Values  map[string]float64 `json:"values"`
-		Error   string             `json:"error"`
-	} `json:"samples"`
-	Checks []struct {
-		Name   string `json:"name"`
-		OK     bool   `json:"ok"`
-		Detail string `json:"detail"`
-	} `json:"checks"`
-}
 
 // The plan the study must have applied: each case's containers and quotas.
 var scaleoutPlan = map[string]map[string]float64{
@@ -61,40 +31,14 @@ var scaleoutPlan = map[string]map[string]float64{
 // of C's nginx served, and every case has samples without errors and with
 // p50 <= p99. Finally no study container is left behind.
 func TestStudyScaleout(t *testing.T) {
-	results := t.TempDir()
-	run := fmt.Sprintf("e2e-scaleout-%d", time.Now().UnixNano())
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, bin(t, "loadgen"), "study", "-study", "scaleout", "-scale", "tiny",
-		"-run", run, "-results", results, "-repo", "..")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	firstSample := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		seen := false
-		for sc.Scan() {
-			t.Log(sc.Text())
-			if !seen && strings.Contains(sc.Text(), "scaleout sample") {
-				seen = true
-				close(firstSample)
-			}
+	// While the samples run (at the first): the quotas from the engine
+	// and the kernel, and the body through each case's front.
+	sampled := false
+	r, took := runStudy(t, "scaleout", 60*time.Second, func(line string) {
+		if sampled || !strings.Contains(line, "scaleout sample") {
+			return
 		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-
-	// While the samples run: the quotas from the engine and the kernel,
-	// and the body through each case's front.
-	select {
-	case <-firstSample:
+		sampled = true
 		for c, ctrs := range scaleoutPlan {
 			total := 0.0
 			for name, want := range ctrs {
@@ -133,42 +77,18 @@ func TestStudyScaleout(t *testing.T) {
 				t.Errorf("case %s: status %d, %d body bytes, want 200 and 76800", c, resp.StatusCode, len(b))
 			}
 		}
-	case <-done:
+	})
+	if !sampled {
 		t.Error("the study ended before its first sample")
-	case <-ctx.Done():
-		t.Error("no sample within 60 s")
 	}
-	<-done
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("loadgen study: %v", err)
-	}
-	took := time.Since(t0)
-	t.Logf("tiny scaleout study took %v", took)
 	if took > 45*time.Second {
 		t.Errorf("the tiny study took %v, over its 45 s budget", took)
 	}
-	if left := docker(t, "ps", "-aq", "--filter", "label=proxybench.study="+run); left != "" {
-		t.Errorf("containers left behind: %s", left)
-	}
 
-	b, err := os.ReadFile(filepath.Join(results, run, "study.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r scaleoutRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
 	if r.Status != "done" || r.Baseline != "A" || len(r.Variants) != 3 || len(r.Groups) == 0 {
 		t.Fatalf("status %q (%s), baseline %q, %d variants, %d groups: want done, A, 3, some", r.Status, r.Error, r.Baseline, len(r.Variants), len(r.Groups))
 	}
-	checks := map[string]string{}
-	for _, c := range r.Checks {
-		if !c.OK {
-			t.Errorf("check %q failed: %s", c.Name, c.Detail)
-		}
-		checks[c.Name] = c.Detail
-	}
+	checks := studyChecks(t, r)
 	// The study's own read-back, number by number.
 	cfs := regexp.MustCompile(`(pb-scaleout-[a-z0-9-]+): plan [0-9.]+; docker NanoCpus (\d+) \([0-9.]+\); cgroup \S+ cfs_quota_us (\d+) / cfs_period_us (\d+)`)
 	for c, ctrs := range scaleoutPlan {
