@@ -28,3 +28,25 @@ func Online() (CPUSet, error) {
 	}
 	return s, nil
 }
+
+// ForHost resolves s for this host's online CPUs.
+func ForHost(s Spec) (Placement, error) {
+	online, err := Online()
+	if err != nil {
+		return Placement{}, err
+	}
+	return Resolve(s, online)
+}
+
+// PinLoadgen confines this process to p's loadgen CPUs (none: it stays
+// where it is), the first thing a command that measures does; the error
+// says how to run without placement.
+func (p Placement) PinLoadgen() error {
+	if len(p.Loadgen) == 0 {
+		return nil
+	}
+	if err := Pin(p.Loadgen); err != nil {
+		return fmt.Errorf("placement %s: %w (or run with -placement none)", p.Mode, err)
+	}
+	return nil
+}

@@ -425,21 +425,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		fmt.Fprintln(stderr, "loadgen ceiling: -d must be positive, -warmup not negative, -c at least 1")
 		return 2
 	}
-	online, err := placement.Online()
-	if err != nil {
-		fmt.Fprintln(stderr, "loadgen ceiling:", err)
-		return 1
-	}
-	pl, err := placement.Resolve(placement.Spec{Mode: *mode}, online)
+	pl, err := placement.ForHost(placement.Spec{Mode: *mode})
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen ceiling:", err)
 		return 2
 	}
-	if len(pl.Loadgen) > 0 {
-		if err := placement.Pin(pl.Loadgen); err != nil {
-			fmt.Fprintf(stderr, "loadgen ceiling: placement %s: %v (or run with -placement none)\n", pl.Mode, err)
-			return 1
-		}
+	if err := pl.PinLoadgen(); err != nil {
+		fmt.Fprintln(stderr, "loadgen ceiling:", err)
+		return 1
 	}
 	if *warmup == 0 {
 		*warmup = -1 // Options: 0 is the default, negative none

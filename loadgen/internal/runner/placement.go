@@ -72,11 +72,7 @@ func (r *Runner) place(ctx context.Context) (*manifest.Placement, error) {
 
 // resolvePlacement is the run's placement for this host's online CPUs.
 func resolvePlacement(s placement.Spec) (*placement.Placement, error) {
-	online, err := placement.Online()
-	if err != nil {
-		return nil, err
-	}
-	pl, err := placement.Resolve(s, online)
+	pl, err := placement.ForHost(s)
 	if err != nil {
 		return nil, err
 	}

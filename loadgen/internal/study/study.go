@@ -161,21 +161,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		fmt.Fprintf(stderr, "loadgen study: -repeats %d: use 0 (the default) or more\n", *repeats)
 		return 2
 	}
-	online, err := placement.Online()
-	if err != nil {
-		fmt.Fprintf(stderr, "loadgen study: %v\n", err)
-		return 1
-	}
-	pl, err := placement.Resolve(placement.Spec{Mode: *mode}, online)
+	pl, err := placement.ForHost(placement.Spec{Mode: *mode})
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen study: %v\n", err)
 		return 2
 	}
-	if len(pl.Loadgen) > 0 {
-		if err := placement.Pin(pl.Loadgen); err != nil {
-			fmt.Fprintf(stderr, "loadgen study: placement %s: %v (or run with -placement none)\n", pl.Mode, err)
-			return 1
-		}
+	if err := pl.PinLoadgen(); err != nil {
+		fmt.Fprintf(stderr, "loadgen study: %v\n", err)
+		return 1
 	}
 	id := *run
 	if id == "" {
