@@ -80,6 +80,10 @@ func TestMainFlags(t *testing.T) {
 		{[]string{"-origins", "rust"}, 2, `unknown origin "rust"`},
 		{[]string{"-bogus"}, 2, "flag provided but not defined"},
 		{[]string{"-h"}, 0, "-wait long"},
+		{[]string{"-proto", "h1"}, 2, "-proto: protocol h1: the cleartext routes are always checked"},
+		{[]string{"-proto", "tls,h4"}, 2, `-proto: protocol "h4"`},
+		{[]string{"-proto", "h2", "-tls-version", "1.1"}, 2, `-tls-version: TLS version "1.1": use 1.2 or 1.3`},
+		{[]string{"nginx"}, 2, `unexpected argument "nginx"`},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
 			t.Parallel()
