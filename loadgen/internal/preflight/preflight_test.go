@@ -46,8 +46,13 @@ func TestRunTable(t *testing.T) {
 	if want := "broken routes: traefik/go, caddy/go, caddy/fast"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr %q lacks %q", errOut.String(), want)
 	}
-	got := strings.ReplaceAll(out.String(), strings.TrimPrefix(down, "http://"), "ADDR")
-	golden := filepath.Join("testdata", "table.golden")
+	checkGolden(t, "table.golden", strings.ReplaceAll(out.String(), strings.TrimPrefix(down, "http://"), "ADDR"))
+}
+
+// checkGolden compares got with testdata/name (-update rewrites it).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
 	if *update {
 		os.WriteFile(golden, []byte(got), 0o644)
 	}

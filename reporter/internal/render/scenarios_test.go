@@ -113,11 +113,7 @@ func TestTLSCostTable(t *testing.T) {
 	if !ok || len(tb.Rows) != 2 || len(tb.Rows[0]) != len(tb.Header) {
 		t.Fatalf("table %+v", tb)
 	}
-	var row []string
-	for _, c := range tb.Rows[0] {
-		row = append(row, c.Text)
-	}
-	if got := strings.Join(row, "|"); got != "nginx|fast / 2s|10000|50.0|8000|75.0|+50 %|1000|0.80|1250" {
+	if got := rowText(tb.Rows[0]); got != "nginx|fast / 2s|10000|50.0|8000|75.0|+50 %|1000|0.80|1250" {
 		t.Errorf("nginx row %s", got)
 	}
 	if c := tb.Rows[1][6]; c.Text != "–" || c.Class != "suspect" || !strings.Contains(strings.Join(tb.Notes, " "), "caddy fast / 2s: not comparable") {
@@ -151,11 +147,7 @@ func TestHandshakeSplitTable(t *testing.T) {
 	if !ok || len(tb.Rows) != 2 || len(tb.Rows[0]) != len(tb.Header) || len(tb.Rows[1]) != len(tb.Header) {
 		t.Fatalf("table %+v", tb)
 	}
-	var row []string
-	for _, c := range tb.Rows[0] {
-		row = append(row, c.Text)
-	}
-	if got := strings.Join(row, "|"); got != "nginx|fast / 2s|10,200|1.1 ms|3.2 ms|18,100|500 µs|1.2 ms|0.45×|0.38×" {
+	if got := rowText(tb.Rows[0]); got != "nginx|fast / 2s|10,200|1.1 ms|3.2 ms|18,100|500 µs|1.2 ms|0.45×|0.38×" {
 		t.Errorf("nginx row %s", got)
 	}
 	if c := tb.Rows[1][5]; c.Text != "n/a" || c.Class != "suspect" {
@@ -182,4 +174,13 @@ func TestHandshakeSplitTable(t *testing.T) {
 	if _, ok := handshakeSplitTable(&report.Report{}); ok {
 		t.Error("a handshake table without rows")
 	}
+}
+
+// rowText is a table row's texts joined by |.
+func rowText(row []Cell) string {
+	texts := make([]string, len(row))
+	for i, c := range row {
+		texts[i] = c.Text
+	}
+	return strings.Join(texts, "|")
 }
