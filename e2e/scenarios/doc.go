@@ -6,7 +6,8 @@
 // limit, the origin delay recovered in the latency, bytes/s consistent with
 // body size x requests/s, connections/s and TIME_WAIT recorded for churn,
 // over TLS the protocol, version and cipher negotiated, handshakes resumed
-// exactly where they should be and no certificate error, and n/a cells
+// exactly where they should be with each kind's exact latency recorded, no
+// certificate error and every HTTP/2 payload body whole, and n/a cells
 // exactly where the support matrix says so.
 //
 // Run with the stack up (make up):

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -138,6 +139,30 @@ func ok2xx(c manifest.Cell) int64 {
 		}
 	}
 	return n
+}
+
+// fullBodies checks that every 2xx of a payload cell carried the whole
+// body: its body bytes are 2xx x body size (errored requests may have read
+// part of one before failing) and its bytes/s is body size x 2xx/s; it
+// returns the cell's scenario data.
+func fullBodies(t *testing.T, proxy string, c manifest.Cell) *manifest.ScenarioData {
+	t.Helper()
+	sd := c.ScenarioData
+	if sd == nil || sd.BodyBytes == 0 {
+		t.Fatalf("%s %s: no payload data", proxy, c.Scenario)
+	}
+	ok := ok2xx(c)
+	if ok != c.Requests || ok == 0 {
+		t.Errorf("%s %s: %d 2xx of %d", proxy, c.Scenario, ok, c.Requests)
+	}
+	if min, max := ok*sd.BodyBytes, (ok+c.Errors)*sd.BodyBytes; c.Bytes < min || c.Bytes > max {
+		t.Errorf("%s %s: %d body bytes for %d 2xx of %d bytes (want %d..%d)", proxy, c.Scenario, c.Bytes, ok, sd.BodyBytes, min, max)
+	}
+	want := float64(sd.BodyBytes) * float64(ok) / window(c)
+	if math.Abs(sd.BytesPerSec-want) > 0.01*want+float64(c.Errors*sd.BodyBytes)/window(c) {
+		t.Errorf("%s %s: %.0f bytes/s, body x rps = %.0f", proxy, c.Scenario, sd.BytesPerSec, want)
+	}
+	return sd
 }
 
 // noErrors fails on transport errors above ratio of the cell's requests.

@@ -164,22 +164,7 @@ func TestPayload(t *testing.T) {
 				allowed = 0.05
 			}
 			noErrors(t, c, allowed)
-			sd := c.ScenarioData
-			if sd == nil || sd.BodyBytes == 0 {
-				t.Fatalf("%s %s: no payload data", proxy, sc)
-			}
-			ok := ok2xx(c)
-			if ok != c.Requests || ok == 0 {
-				t.Errorf("%s %s: %d 2xx of %d", proxy, sc, ok, c.Requests)
-			}
-			// Errored requests may have read part of a body before failing.
-			if min, max := ok*sd.BodyBytes, (ok+c.Errors)*sd.BodyBytes; c.Bytes < min || c.Bytes > max {
-				t.Errorf("%s %s: %d body bytes for %d 2xx of %d bytes (want %d..%d)", proxy, sc, c.Bytes, ok, sd.BodyBytes, min, max)
-			}
-			want := float64(sd.BodyBytes) * float64(ok) / window(c)
-			if math.Abs(sd.BytesPerSec-want) > 0.01*want+float64(c.Errors*sd.BodyBytes)/window(c) {
-				t.Errorf("%s %s: %.0f bytes/s, body x rps = %.0f", proxy, sc, sd.BytesPerSec, want)
-			}
+			sd := fullBodies(t, proxy, c)
 			if sc == "upload-64k" && sd.UploadBytes != 65536 {
 				t.Errorf("%s upload: upload_bytes %d", proxy, sd.UploadBytes)
 			}

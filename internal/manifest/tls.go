@@ -16,6 +16,24 @@ type TLS struct {
 	ALPNMismatches    int64 `json:"alpn_mismatches,omitempty"`  // the server selected another protocol than asked (a fall back): failed
 	VersionRefused    int64 `json:"version_refused,omitempty"`  // the server refused the versions asked (protocol_version alert)
 	HandshakeErrors   int64 `json:"handshake_errors,omitempty"` // failed otherwise: timeout, reset, other alerts
+
+	// LatencyFull and LatencyResumed are the durations of the handshakes
+	// that completed (from the ClientHello to the handshake's end, TCP
+	// connect excluded; h3: the whole QUIC dial), full and resumed apart,
+	// from the loadgen's exact histograms (HdrHistogram, microseconds, 3
+	// significant figures): the handshakes its
+	// proxybench_tls_handshake_duration_seconds{resumed} counts. Nil when
+	// none of the kind completed.
+	LatencyFull    *HandshakeLatency `json:"handshake_latency_full,omitempty"`
+	LatencyResumed *HandshakeLatency `json:"handshake_latency_resumed,omitempty"`
+}
+
+// HandshakeLatency is the distribution of a kind of handshake's
+// durations, in seconds.
+type HandshakeLatency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
 }
 
 // Handshakes is every handshake attempted.

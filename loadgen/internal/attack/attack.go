@@ -103,7 +103,8 @@ type run struct {
 	newDoer func(worker int) wire.Doer
 	closers []func() // run when every worker is done: the multiplexed pool
 	recs    []*recorder
-	per     int // workers per connection: Spec.Streams for h2 and h3, else 1
+	hsTimes handshakeTimes // TLS: the completed handshakes' durations
+	per     int            // workers per connection: Spec.Streams for h2 and h3, else 1
 
 	total       time.Duration           // the planned window
 	start, stop time.Time               // window start, planned end (set by begin)
@@ -191,7 +192,9 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	for range n {
 		r.recs = append(r.recs, newRecorder(r.pacer != nil))
 	}
-	obs := func(w int) wire.HandshakeObserver { return &tlsObserver{rec: r.recs[w%len(r.recs)], rm: r.rm} }
+	obs := func(w int) wire.HandshakeObserver {
+		return &tlsObserver{rec: r.recs[w%len(r.recs)], times: &r.hsTimes, rm: r.rm}
+	}
 	r.obs = obs
 	req, err := wire.NewRequest(t)
 	if err != nil {

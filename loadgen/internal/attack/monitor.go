@@ -168,6 +168,7 @@ func (r *run) result() *Result {
 	}
 	if res.TLS != nil {
 		hs.fill(res.TLS)
+		r.hsTimes.fill(res.TLS)
 	}
 	if r.pacer != nil {
 		res.Scheduled = load.CountDue(r.pacer, 0, r.schedEnd())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/wire/wiretest"
 )
@@ -145,6 +146,20 @@ func TestProtocolResumption(t *testing.T) {
 					t.Errorf("resumption on: %d full, %d resumed; want most resumed", tl.HandshakesFull, tl.HandshakesResumed)
 				case !resume && tl.HandshakesResumed != 0:
 					t.Errorf("resumption off: %d resumed", tl.HandshakesResumed)
+				}
+				// The exact handshake times: one per completed handshake of
+				// the kind, none of a kind never seen.
+				for _, k := range []struct {
+					name string
+					n    int64
+					l    *manifest.HandshakeLatency
+				}{{"full", tl.HandshakesFull, tl.LatencyFull}, {"resumed", tl.HandshakesResumed, tl.LatencyResumed}} {
+					switch {
+					case k.n == 0 && k.l != nil:
+						t.Errorf("%s: no handshake, latency %+v", k.name, *k.l)
+					case k.n > 0 && (k.l == nil || k.l.Count != k.n || k.l.P50 <= 0 || k.l.P99 < k.l.P50 || k.l.P99 > 1):
+						t.Errorf("%s: %d handshakes, latency %+v", k.name, k.n, k.l)
+					}
 				}
 			})
 		}

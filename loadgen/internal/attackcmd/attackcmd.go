@@ -6,7 +6,6 @@ package attackcmd
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -163,15 +162,16 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// tlsVersion parses a -tls-min/-tls-max value.
+// tlsVersion parses a -tls-min/-tls-max value: 1.2 or 1.3.
 func tlsVersion(flag, v string) (uint16, error) {
-	switch v {
-	case "1.2":
-		return tls.VersionTLS12, nil
-	case "1.3":
-		return tls.VersionTLS13, nil
+	n, err := wire.ParseTLSVersion(v)
+	if err == nil && n == 0 {
+		err = errors.New(`"": use 1.2 or 1.3`)
 	}
-	return 0, fmt.Errorf("%s %q: use 1.2 or 1.3", flag, v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
+	}
+	return n, nil
 }
 
 // Main runs `loadgen attack`.

@@ -46,8 +46,13 @@ func TestRunTable(t *testing.T) {
 	if want := "broken routes: traefik/go, caddy/go, caddy/fast"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr %q lacks %q", errOut.String(), want)
 	}
-	got := strings.ReplaceAll(out.String(), strings.TrimPrefix(down, "http://"), "ADDR")
-	golden := filepath.Join("testdata", "table.golden")
+	checkGolden(t, "table.golden", strings.ReplaceAll(out.String(), strings.TrimPrefix(down, "http://"), "ADDR"))
+}
+
+// checkGolden compares got with testdata/name (-update rewrites it).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
 	if *update {
 		os.WriteFile(golden, []byte(got), 0o644)
 	}
@@ -80,6 +85,10 @@ func TestMainFlags(t *testing.T) {
 		{[]string{"-origins", "rust"}, 2, `unknown origin "rust"`},
 		{[]string{"-bogus"}, 2, "flag provided but not defined"},
 		{[]string{"-h"}, 0, "-wait long"},
+		{[]string{"-proto", "h1"}, 2, "-proto: protocol h1: the cleartext routes are always checked"},
+		{[]string{"-proto", "tls,h4"}, 2, `-proto: protocol "h4"`},
+		{[]string{"-proto", "h2", "-tls-version", "1.1"}, 2, `-tls-version: TLS version "1.1": use 1.2 or 1.3`},
+		{[]string{"nginx"}, 2, `unexpected argument "nginx"`},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
 			t.Parallel()

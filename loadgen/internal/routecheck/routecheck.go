@@ -104,16 +104,22 @@ func CheckRoute(ctx context.Context, c *http.Client, proxy, base, origin string,
 }
 
 // CheckProxy checks the proxy's routes to every origin, retrying the broken
-// ones every 500 ms until they all pass or wait has elapsed (a stack that is
-// still starting answers with refusals or 502s for a while).
+// ones (Retry: a stack that is still starting answers with refusals or
+// 502s for a while).
 func CheckProxy(ctx context.Context, c *http.Client, proxy, base string, origins []string, timeout, wait time.Duration) []Result {
-	out := make([]Result, len(origins))
+	return Retry(ctx, len(origins), wait, func(i int) Result { return CheckRoute(ctx, c, proxy, base, origins[i], timeout) })
+}
+
+// Retry runs the checks check(0) .. check(n-1), then the failed ones
+// again every 500 ms until they all pass or wait has elapsed.
+func Retry(ctx context.Context, n int, wait time.Duration, check func(i int) Result) []Result {
+	out := make([]Result, n)
 	deadline := time.Now().Add(wait)
 	for {
 		broken := 0
-		for i, o := range origins {
+		for i := range out {
 			if !out[i].OK {
-				out[i] = CheckRoute(ctx, c, proxy, base, o, timeout)
+				out[i] = check(i)
 			}
 			if !out[i].OK {
 				broken++

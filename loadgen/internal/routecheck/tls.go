@@ -11,6 +11,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/wire"
 )
 
@@ -20,6 +21,40 @@ type TLSWant struct {
 	MinVersion, MaxVersion uint16 // offered versions, tls.VersionTLS12 / 13; 0 = 1.2 .. 1.3
 	RootCAs                *x509.CertPool
 	ServerName             string // "" = the address's host
+}
+
+// NewTLSWant is what a cell speaking p at version ("1.2", "1.3"; "" =
+// both offered) asks of a TLS port whose certificate roots verifies.
+func NewTLSWant(p wire.Proto, version string, roots *x509.CertPool) (TLSWant, error) {
+	if !p.Secure() {
+		return TLSWant{}, fmt.Errorf("protocol %s does not run over TLS: use tls, h2 or h3", p)
+	}
+	v, err := wire.ParseTLSVersion(version)
+	if err != nil {
+		return TLSWant{}, err
+	}
+	return TLSWant{ALPN: p.ALPN(), MinVersion: v, MaxVersion: v, RootCAs: roots}, nil
+}
+
+// StackTLSTarget is the real stack's TLS ports: https://127.0.0.1:<TLS
+// port of the proxy>.
+func StackTLSTarget(proxy string) (string, error) {
+	p, err := stack.LookupProxy(proxy)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("https://127.0.0.1:%d", p.TLSPort), nil
+}
+
+// TLSNotServed is why a failed CheckTLS r of protocol p means the proxy
+// serves no p on its TLS port (not applicable) rather than a broken port;
+// "" when it is broken. Only the custom proxy (the user's image) may serve
+// none, and then nothing answers (refused, or no QUIC answer).
+func TLSNotServed(r Result, p wire.Proto) string {
+	if r.OK || r.Proxy != "custom" || (r.Short != "refused" && r.Short != "timeout") {
+		return ""
+	}
+	return fmt.Sprintf("the custom proxy serves no %s on its TLS port (%s)", p, r.Short)
 }
 
 func (w TLSWant) versions() string {
@@ -80,7 +115,8 @@ func CheckTLS(ctx context.Context, proxy, addr string, want TLSWant, timeout tim
 		if got == "" {
 			got = "none"
 		}
-		return fail("alpn mismatch", "the proxy selected ALPN %s, not %s: it would fall back to another protocol than the cell measures (check its TLS listener's ALPN list)", got, want.ALPN)
+		return fail("alpn mismatch", "the proxy negotiated ALPN %s (%s), not %s: it would fall back to another protocol than the cell measures (check its TLS listener's ALPN list)",
+			got, tls.VersionName(st.Version), want.ALPN)
 	}
 	r.OK, r.Short = true, "ok"
 	r.Reason = fmt.Sprintf("%s, %s, ALPN %s", tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol)

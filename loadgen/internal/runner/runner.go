@@ -139,7 +139,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		r.Target = routecheck.StackTarget
 	}
 	if r.TLSTarget == nil {
-		r.TLSTarget = StackTLSTarget
+		r.TLSTarget = routecheck.StackTLSTarget
 	}
 	if r.Clock == nil {
 		r.Clock = RealClock{}

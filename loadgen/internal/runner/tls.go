@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net/url"
@@ -10,41 +9,13 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
-	"proxybench/internal/stack"
 	"proxybench/internal/tlscert"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/routecheck"
+	"proxybench/loadgen/internal/wire"
 )
-
-// StackTLSTarget is the real stack's TLS ports: https://127.0.0.1:<TLS
-// port of the proxy>.
-func StackTLSTarget(proxy string) (string, error) {
-	p, err := stack.LookupProxy(proxy)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("https://127.0.0.1:%d", p.TLSPort), nil
-}
-
-// tlsVersion is a plan's TLS version ("1.2", "1.3") as crypto/tls numbers
-// it; 0 for "" (both offered).
-func tlsVersion(v string) uint16 {
-	switch v {
-	case "1.2":
-		return tls.VersionTLS12
-	case "1.3":
-		return tls.VersionTLS13
-	}
-	return 0
-}
-
-// tlsWant is what a cell of shape sh asks of the proxy's TLS port.
-func tlsWant(sh scenario.Shape, roots *x509.CertPool) routecheck.TLSWant {
-	v := tlsVersion(sh.TLSVersion)
-	return routecheck.TLSWant{ALPN: attack.Proto(sh.Proto).ALPN(), MinVersion: v, MaxVersion: v, RootCAs: roots}
-}
 
 // tlsSpec sets the protocol side of a cell's attack: the protocol, its
 // streams, the TLS versions and trust, and the load split into
@@ -58,7 +29,7 @@ func (r *Runner) tlsSpec(s *attack.Spec, sh scenario.Shape) error {
 	if err != nil {
 		return err
 	}
-	v := tlsVersion(sh.TLSVersion)
+	v, _ := wire.ParseTLSVersion(sh.TLSVersion) // the plan validated it
 	s.TLS = attack.TLSSettings{RootCAs: roots, MinVersion: v, MaxVersion: v, DisableResumption: sh.NoResume}
 	if sh.Streams > 1 {
 		s.Streams = sh.Streams
@@ -122,12 +93,11 @@ func (r *Runner) tlsSkip(ctx context.Context, st *proxyState, c plan.Cell) *mani
 			r.Log.Warn("preflight: TLS port does not negotiate what the cells ask, they are skipped", "reason", res.Reason)
 		}
 	}
-	switch {
-	case res.OK:
+	if res.OK {
 		return nil
-	case c.Proxy == "custom" && (res.Short == "refused" || res.Short == "timeout"):
-		return &manifest.Skip{Kind: manifest.SkipNotApplicable,
-			Reason: fmt.Sprintf("the custom proxy serves no %s on its TLS port (%s)", c.Shape.Proto, res.Short)}
+	}
+	if why := routecheck.TLSNotServed(res, attack.Proto(c.Shape.Proto)); why != "" {
+		return &manifest.Skip{Kind: manifest.SkipNotApplicable, Reason: why}
 	}
 	return &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + res.Reason}
 }
@@ -148,6 +118,10 @@ func (r *Runner) checkTLS(ctx context.Context, c plan.Cell) routecheck.Result {
 	if err != nil {
 		return fail(err)
 	}
+	want, err := routecheck.NewTLSWant(attack.Proto(c.Shape.Proto), c.Shape.TLSVersion, roots)
+	if err != nil {
+		return fail(err)
+	}
 	timeout := min(time.Duration(r.Plan.Timeout), 5*time.Second)
-	return routecheck.CheckTLS(ctx, c.Proxy, u.Host, tlsWant(c.Shape, roots), timeout)
+	return routecheck.CheckTLS(ctx, c.Proxy, u.Host, want, timeout)
 }

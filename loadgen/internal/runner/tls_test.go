@@ -79,6 +79,13 @@ func TestTLSScenariosRun(t *testing.T) {
 				t.Errorf("resumed: %+v for %d requests", tl, c.Requests)
 			}
 		}
+		// The manifest records the exact handshake times of each kind.
+		if l := tl.LatencyFull; tl.HandshakesFull > 0 && (l == nil || l.Count != tl.HandshakesFull || l.P50 <= 0 || l.P99 < l.P50) {
+			t.Errorf("%s: %d full handshakes, latency %+v", sc, tl.HandshakesFull, l)
+		}
+		if l := tl.LatencyResumed; (tl.HandshakesResumed == 0) != (l == nil) || (l != nil && (l.Count != tl.HandshakesResumed || l.P50 <= 0 || l.P99 < l.P50)) {
+			t.Errorf("%s: %d resumed handshakes, latency %+v", sc, tl.HandshakesResumed, l)
+		}
 	}
 }
 

@@ -35,6 +35,21 @@ func ParseProto(s string) (Proto, error) {
 	return "", fmt.Errorf("protocol %q: use h1 (HTTP/1.1 over TCP), tls (HTTP/1.1 over TLS), h2 (HTTP/2 over TLS) or h3 (HTTP/3 over QUIC)", s)
 }
 
+// ParseTLSVersion is a TLS version as the flags and plans name it, "1.2"
+// or "1.3", in crypto/tls's numbering; "" is 0 (no bound: 1.2 and 1.3
+// offered).
+func ParseTLSVersion(s string) (uint16, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "1.2":
+		return tls.VersionTLS12, nil
+	case "1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("TLS version %q: use 1.2 or 1.3", s)
+}
+
 // ALPN is the protocol ID the client offers for p, and requires the server
 // to select: "" for h1.
 func (p Proto) ALPN() string {

@@ -209,6 +209,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	r.Environment = environment(ctx, cfg, r, man)
 	r.Support = report.SupportMatrix(man)
 	r.TLSCost = report.BuildTLSCost(r.Cells)
+	r.TLSHandshakes = report.BuildHandshakeSplit(r.Cells, r.NotRun)
 	report.Tally(r)
 	return r, nil
 }

@@ -28,6 +28,8 @@ import (
 // quantile, so the estimate lies in that same bucket: at most 9.05 % above
 // or 8.3 % below the truth (README "Reading the numbers"). Half the width
 // (~4.5 %) would bound only an estimator that took the bucket's middle.
+// The TLS handshake histogram is read the same way, every handshake and
+// the full and the resumed ones apart (its resumed label).
 func TestNativeHistogramScraped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus and waits for scrapes")
@@ -35,27 +37,35 @@ func TestNativeHistogramScraped(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	reqs, errs := metricdefs.Requests.NewCounterVec(), metricdefs.RequestErrors.NewCounterVec()
-	lat := metricdefs.RequestDuration.NewHistogramVec(prometheus.HistogramOpts{
-		Buckets: prometheus.DefBuckets, NativeHistogramBucketFactor: 1.1, NativeHistogramZeroThreshold: 1e-6})
+	opts := prometheus.HistogramOpts{Buckets: prometheus.DefBuckets, NativeHistogramBucketFactor: 1.1, NativeHistogramZeroThreshold: 1e-6}
+	lat, hs := metricdefs.RequestDuration.NewHistogramVec(opts), metricdefs.TLSHandshakeDuration.NewHistogramVec(opts)
 	start, end := metricdefs.CellWindowStart.NewGaugeVec(), metricdefs.CellWindowEnd.NewGaugeVec()
-	reg.MustRegister(reqs, errs, lat, start, end)
+	reg.MustRegister(reqs, errs, lat, hs, start, end)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 
 	reqs.WithLabelValues("nginx", "fast", "simple", "h1", "200") // born before the window, at 0
 	errs.WithLabelValues("nginx", "fast", "simple", "h1", "timeout")
 	h := lat.WithLabelValues("nginx", "fast", "simple", "h1")
+	hsFull, hsResumed := hs.WithLabelValues("nginx", "fast", "simple", "h1", "false"), hs.WithLabelValues("nginx", "fast", "simple", "h1", "true")
 	prom := promtest.Start(t, promtest.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Native: true})
 	time.Sleep(2500 * time.Millisecond) // a few scrapes before the window
 
 	cl := []string{"n1", "nginx.fast.simple.quick.r1", "nginx", "fast", "simple", "quick", "", "1"}
 	t0 := time.Now()
 	start.WithLabelValues(cl...).Set(float64(t0.UnixMilli()) / 1000)
-	var obs []float64
+	var obs, full, resumed []float64
 	for i := 0; i < 3000; i++ {
 		v := 0.0005 * (1 + 20*math.Pow(float64(i%1000)/1000, 6)) * (1 + float64(i%7)/10)
 		obs = append(obs, v)
 		h.Observe(v)
+		if i%10 == 0 { // a full handshake, 4 to 8 ms
+			full = append(full, 0.004*(1+float64(i%100)/100))
+			hsFull.Observe(full[len(full)-1])
+		} else { // a resumed one, a tenth of v
+			resumed = append(resumed, v/10)
+			hsResumed.Observe(v / 10)
+		}
 		reqs.WithLabelValues("nginx", "fast", "simple", "h1", "200").Inc()
 		if i%100 == 0 {
 			reqs.WithLabelValues("nginx", "fast", "simple", "h1", "502").Inc() // born inside the window
@@ -89,17 +99,44 @@ func TestNativeHistogramScraped(t *testing.T) {
 	if m := float64(g.Latency.Mean); math.Abs(m-sum/3000) > 1e-12 {
 		t.Errorf("mean %v, want %v", m, sum/3000)
 	}
-	for _, q := range []struct {
-		q float64
-		v report.Num
-	}{{0.5, g.Latency.P50}, {0.9, g.Latency.P90}, {0.95, g.Latency.P95}, {0.99, g.Latency.P99}, {0.999, g.Latency.P999}, {1, g.Latency.Max}} {
+	inNativeBucket(t, "latency", obs, []quantileEstimate{{0.5, g.Latency.P50}, {0.9, g.Latency.P90}, {0.95, g.Latency.P95}, {0.99, g.Latency.P99},
+		{0.999, g.Latency.P999}, {1, g.Latency.Max}})
+	if hs := g.Handshake; hs == nil || hs.Count != 3000 {
+		t.Fatalf("handshakes %+v, want 3000", hs)
+	}
+	for _, k := range []struct {
+		name string
+		h    *report.HandshakeLatency
+		obs  []float64
+	}{{"full handshakes", g.HandshakeFull, full}, {"resumed handshakes", g.HandshakeResumed, resumed}} {
+		if k.h == nil || k.h.Count != int64(len(k.obs)) {
+			t.Errorf("%s: %+v, want %d", k.name, k.h, len(k.obs))
+			continue
+		}
+		inNativeBucket(t, k.name, k.obs, []quantileEstimate{{0.5, k.h.P50}, {0.99, k.h.P99}})
+	}
+}
+
+// quantileEstimate is a native histogram's estimate v of quantile q.
+type quantileEstimate struct {
+	q float64
+	v report.Num
+}
+
+// inNativeBucket checks each estimate falls in the schema-3 bucket of the true
+// quantile of obs.
+func inNativeBucket(t *testing.T, name string, obs []float64, qs []quantileEstimate) {
+	t.Helper()
+	obs = append([]float64(nil), obs...)
+	sort.Float64s(obs)
+	for _, q := range qs {
 		truth := obs[int(math.Ceil(q.q*float64(len(obs))))-1]
-		t.Logf("q=%v native estimate %.6f s, true %.6f s (%+.2f %%)", q.q, float64(q.v), truth, 100*(float64(q.v)/truth-1))
+		t.Logf("%s q=%v native estimate %.6f s, true %.6f s (%+.2f %%)", name, q.q, float64(q.v), truth, 100*(float64(q.v)/truth-1))
 		i := math.Ceil(8 * math.Log2(truth))
 		lo, hi := math.Pow(2, (i-1)/8), math.Pow(2, i/8)
 		if est := float64(q.v); !q.v.Known() || est < lo*(1-1e-12) || est > hi*(1+1e-12) {
-			t.Errorf("p%s = %v, true %v: %.2f %% off, outside the true value's schema-3 bucket [%v, %v]",
-				strconv.FormatFloat(q.q*100, 'f', -1, 64), est, truth, 100*(est/truth-1), lo, hi)
+			t.Errorf("%s p%s = %v, true %v: %.2f %% off, outside the true value's schema-3 bucket [%v, %v]",
+				name, strconv.FormatFloat(q.q*100, 'f', -1, 64), est, truth, 100*(est/truth-1), lo, hi)
 		}
 	}
 }

@@ -147,7 +147,10 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	}
 	a := &cellAcc{cell: &cell, lateCodes: map[string]int64{}, lateReasons: map[string]int64{},
 		lat:      report.Latency{P50: nan, P90: nan, P95: nan, P99: nan, P999: nan, Max: nan},
-		latCount: nan, latSum: nan, hs: report.HandshakeLatency{P50: nan, P99: nan}, hsCount: nan, hsSum: nan, cadvisorCPU: nan, loadgenCPU: nan, periods: nan, throttled: nan, runDelay: nan, pressure: nan, gomaxprocs: nan}
+		latCount: nan, latSum: nan, cadvisorCPU: nan, loadgenCPU: nan, periods: nan, throttled: nan, runDelay: nan, pressure: nan, gomaxprocs: nan}
+	for i := range a.hs {
+		a.hs[i] = hsAcc{q: report.HandshakeLatency{P50: nan, P99: nan}, count: nan, sum: nan}
+	}
 	use := cov.uses()
 	for _, s := range res {
 		if r, ok := cellRowByKey[s.Labels["rk"]]; ok && use(r.from) {
@@ -166,7 +169,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	cell.ServerSide = a.seen > 0
 	report.Classify(&cell)
 	cell.Latency = a.latency(kinds)
-	cell.Handshake = a.handshake()
+	cell.Handshake, cell.HandshakeFull, cell.HandshakeResumed = a.handshake(hsAll), a.handshake(hsFull), a.handshake(hsResumed)
 
 	d := float64(cell.DurationS)
 	perSec := func(x report.Num) report.Num {

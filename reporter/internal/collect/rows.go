@@ -3,6 +3,7 @@ package collect
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"proxybench/internal/metricdefs"
 	"proxybench/reporter/internal/promapi"
@@ -41,9 +42,27 @@ type cellAcc struct {
 	periods, throttled      report.Num // the loadgen cgroup's CFS periods
 	runDelay, pressure      report.Num
 	gomaxprocs              report.Num
-	hs                      report.HandshakeLatency // TLS handshake quantiles (hsRows)
-	hsCount, hsSum          report.Num
+	hs                      [len(handshakeKinds)]hsAcc // TLS handshake latency by kind (handshakeRows)
 }
+
+// hsAcc is one kind of TLS handshake's latency as its rows fill it.
+type hsAcc struct {
+	q          report.HandshakeLatency // the quantiles
+	count, sum report.Num
+}
+
+// handshakeKinds are the kinds of completed TLS handshakes the report
+// gives the latency of: every one (hsAll), the full ones (hsFull) and the
+// resumed ones (hsResumed), as the histogram's resumed label splits them
+// ("" = both).
+var handshakeKinds = [...]struct{ prefix, resumed string }{{"hs_", ""}, {"hsf_", "false"}, {"hsr_", "true"}}
+
+// Indexes of handshakeKinds.
+const (
+	hsAll = iota
+	hsFull
+	hsResumed
+)
 
 // cellRow is one number the report says about a cell: its key in the
 // batch, whose coverage vouches for it, its query ("" = not asked for this
@@ -187,26 +206,48 @@ func histRows(prefix string, d *metricdefs.Def, hist func(q *cellQuery) string, 
 		}, into(sum)})
 }
 
-// handshakeRows are the TLS handshakes' latency quantiles, count and sum:
-// no series (an h1 cell) leaves them unknown.
+// handshakeRows are the TLS handshakes' latency quantiles, count and sum
+// of each of handshakeKinds: no series (an h1 cell) leaves them unknown.
 func handshakeRows() []cellRow {
-	return histRows("hs_", metricdefs.TLSHandshakeDuration, handshakeHist,
-		func(a *cellAcc) *report.Num { return &a.hsCount }, func(a *cellAcc) *report.Num { return &a.hsSum },
-		quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &a.hs.P50 }},
-		quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &a.hs.P99 }})
+	var rows []cellRow
+	for i, k := range handshakeKinds {
+		acc := func(a *cellAcc) *hsAcc { return &a.hs[i] }
+		kr := histRows(k.prefix, metricdefs.TLSHandshakeDuration, handshakeHist,
+			func(a *cellAcc) *report.Num { return &acc(a).count }, func(a *cellAcc) *report.Num { return &acc(a).sum },
+			quantile{"p50", "0.5", func(a *cellAcc) *report.Num { return &acc(a).q.P50 }},
+			quantile{"p99", "0.99", func(a *cellAcc) *report.Num { return &acc(a).q.P99 }})
+		if k.resumed != "" {
+			for j := range kr {
+				kr[j].query = withLabel(kr[j].query, "resumed", k.resumed)
+			}
+		}
+		rows = append(rows, kr...)
+	}
+	return rows
 }
 
-// handshake is the cell's handshake latency from its rows; nil when no
-// handshake was counted.
-func (a *cellAcc) handshake() *report.HandshakeLatency {
-	if !a.hsCount.Known() || a.hsCount <= 0 {
+// withLabel is query with the cell's traffic selector narrowed to
+// label=value.
+func withLabel(query func(q *cellQuery) string, label, value string) func(q *cellQuery) string {
+	return func(q *cellQuery) string {
+		n := *q
+		n.sel = strings.TrimSuffix(q.sel, "}") + "," + label + "=" + quote(value) + "}"
+		return query(&n)
+	}
+}
+
+// handshake is the cell's latency of the handshakes of kind k
+// (handshakeKinds) from its rows; nil when none was counted.
+func (a *cellAcc) handshake(k int) *report.HandshakeLatency {
+	acc := &a.hs[k]
+	if !acc.count.Known() || acc.count <= 0 {
 		return nil
 	}
-	h := a.hs
-	h.Count = int64(math.Round(float64(a.hsCount)))
+	h := acc.q
+	h.Count = int64(math.Round(float64(acc.count)))
 	h.Mean = report.NaN()
-	if a.hsSum.Known() {
-		h.Mean = a.hsSum / a.hsCount
+	if acc.sum.Known() {
+		h.Mean = acc.sum / acc.count
 	}
 	return &h
 }

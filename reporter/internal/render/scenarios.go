@@ -23,7 +23,10 @@ func scenarioSection(r *report.Report) (Section, bool) {
 	if t, ok := tlsCostTable(r); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
-	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && (hasScenarioData(r) || len(r.TLSCost) > 0))
+	if t, ok := handshakeSplitTable(r); ok {
+		sec.Tables = append(sec.Tables, t)
+	}
+	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && (hasScenarioData(r) || len(r.TLSCost) > 0 || len(r.TLSHandshakes) > 0))
 }
 
 // hasScenarioData says whether the run has a pair the section speaks of:
@@ -169,6 +172,55 @@ func tlsCostTable(r *report.Report) (Table, bool) {
 		t.Rows = append(t.Rows, []Cell{txt(c.Proxy), txt(c.Origin + " / " + c.Tier), txt(fmtNum(c.ClearRPS, 0)), txt(micro(c.ClearCPUPerRequest)),
 			txt(fmtNum(c.TLSRPS, 0)), txt(micro(c.TLSCPUPerRequest)), over,
 			txt(fmtNum(c.HandshakeRPS, 0)), txt(fmtNum(c.HandshakeCores, 2)), txt(fmtNum(c.HandshakesPerCore, 0))})
+	}
+	return t, true
+}
+
+// handshakeSplitTable is report.TLSHandshakes: each proxy's full and
+// resumed TLS handshake latency side by side, and their ratio.
+func handshakeSplitTable(r *report.Report) (Table, bool) {
+	if len(r.TLSHandshakes) == 0 {
+		return Table{}, false
+	}
+	t := Table{Caption: "TLS handshake latency: full against resumed",
+		Header: []string{"proxy", "origin / tier", "full handshakes", "full p50", "full p99", "resumed handshakes", "resumed p50", "resumed p99",
+			"resumed / full p50", "resumed / full p99"},
+		Right: []bool{false, false, true, true, true, true, true, true, true, true},
+		Notes: []string{"Full: the full handshakes of scenario " + scenario.TLSHandshakeFull + "; resumed: the resumed handshakes of scenario " +
+			scenario.TLSHandshakeResumed + " (its first connections, with no session to resume yet, left out). Each a new TLS connection per request, " +
+			"from the ClientHello to the handshake's end (TCP connect excluded); the median over the repeats not invalid of each cell's p50 and p99, " +
+			"from the loadgen's exact histogram (manifest) unless a note says Prometheus's estimate. n/a: the run has no such cell."}}
+	ratio := func(v report.Num) string {
+		if !v.Known() {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f×", float64(v))
+	}
+	for _, h := range r.TLSHandshakes {
+		row := []Cell{txt(h.Proxy), txt(h.Origin + " / " + h.Tier)}
+		for _, side := range []struct {
+			name string
+			s    report.HandshakeSide
+		}{{"full", h.Full}, {"resumed", h.Resumed}} {
+			s := side.s
+			if s.NA != "" {
+				na := Cell{Text: "n/a", Class: "suspect"}
+				row = append(row, na, na, na)
+				t.Notes = append(t.Notes, fmt.Sprintf("%s %s / %s %s: n/a: %s", h.Proxy, h.Origin, h.Tier, side.name, s.NA))
+				continue
+			}
+			switch s.Source {
+			case report.HandshakePrometheus:
+				t.Notes = append(t.Notes, fmt.Sprintf("%s %s / %s %s: Prometheus's histogram estimates (the manifest has no exact latency)",
+					h.Proxy, h.Origin, h.Tier, side.name))
+			case report.HandshakeExact, "":
+			default:
+				t.Notes = append(t.Notes, fmt.Sprintf("%s %s / %s %s: exact for some repeats, Prometheus's histogram estimates for the others",
+					h.Proxy, h.Origin, h.Tier, side.name))
+			}
+			row = append(row, txt(fmtInt(s.Count)), txt(fmtDur(s.P50)), txt(fmtDur(s.P99)))
+		}
+		t.Rows = append(t.Rows, append(row, txt(ratio(h.RatioP50)), txt(ratio(h.RatioP99))))
 	}
 	return t, true
 }

@@ -113,11 +113,7 @@ func TestTLSCostTable(t *testing.T) {
 	if !ok || len(tb.Rows) != 2 || len(tb.Rows[0]) != len(tb.Header) {
 		t.Fatalf("table %+v", tb)
 	}
-	var row []string
-	for _, c := range tb.Rows[0] {
-		row = append(row, c.Text)
-	}
-	if got := strings.Join(row, "|"); got != "nginx|fast / 2s|10000|50.0|8000|75.0|+50 %|1000|0.80|1250" {
+	if got := rowText(tb.Rows[0]); got != "nginx|fast / 2s|10000|50.0|8000|75.0|+50 %|1000|0.80|1250" {
 		t.Errorf("nginx row %s", got)
 	}
 	if c := tb.Rows[1][6]; c.Text != "–" || c.Class != "suspect" || !strings.Contains(strings.Join(tb.Notes, " "), "caddy fast / 2s: not comparable") {
@@ -130,4 +126,61 @@ func TestTLSCostTable(t *testing.T) {
 	if !ok || sec.Tables[len(sec.Tables)-1].Caption != tb.Caption {
 		t.Errorf("the scenario section does not end with the TLS cost table (%v)", ok)
 	}
+}
+
+// The handshake table: full and resumed side by side with the ratio, n/a
+// with its reason where a side has no cell, Prometheus's estimates noted
+// (golden, Markdown and HTML from the same table); the section ends with it.
+func TestHandshakeSplitTable(t *testing.T) {
+	t.Parallel()
+	r := &report.Report{TLSHandshakes: []report.HandshakeSplit{
+		{Proxy: "nginx", Origin: "fast", Tier: "2s",
+			Full:     report.HandshakeSide{Cells: 2, Count: 10200, P50: 0.0011, P99: 0.0032, Source: report.HandshakeExact},
+			Resumed:  report.HandshakeSide{Cells: 2, Count: 18100, P50: 0.0005, P99: 0.0012, Source: report.HandshakeExact},
+			RatioP50: 0.0005 / 0.0011, RatioP99: 0.0012 / 0.0032},
+		{Proxy: "caddy", Origin: "fast", Tier: "2s",
+			Full:     report.HandshakeSide{Cells: 1, Count: 3000, P50: 0.002, P99: 0.008, Source: report.HandshakePrometheus},
+			Resumed:  report.HandshakeSide{P50: report.NaN(), P99: report.NaN(), NA: "preflight: caddy TLS 127.0.0.1:9884 (ALPN http/1.1, TLS 1.3): connection refused"},
+			RatioP50: report.NaN(), RatioP99: report.NaN()},
+	}}
+	tb, ok := handshakeSplitTable(r)
+	if !ok || len(tb.Rows) != 2 || len(tb.Rows[0]) != len(tb.Header) || len(tb.Rows[1]) != len(tb.Header) {
+		t.Fatalf("table %+v", tb)
+	}
+	if got := rowText(tb.Rows[0]); got != "nginx|fast / 2s|10,200|1.1 ms|3.2 ms|18,100|500 µs|1.2 ms|0.45×|0.38×" {
+		t.Errorf("nginx row %s", got)
+	}
+	if c := tb.Rows[1][5]; c.Text != "n/a" || c.Class != "suspect" {
+		t.Errorf("caddy resumed %+v", c)
+	}
+	sec, ok := scenarioSection(r)
+	if !ok || sec.Tables[len(sec.Tables)-1].Caption != tb.Caption {
+		t.Fatalf("the scenario section does not end with the handshake table (%v)", ok)
+	}
+	var md strings.Builder
+	if err := Markdown(&md, Doc{Title: "handshakes", Sections: []Section{sec}}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "handshakes.md", []byte(md.String()))
+	var html strings.Builder
+	if err := HTML(&html, Doc{Title: "handshakes", Sections: []Section{sec}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"TLS handshake latency: full against resumed", "0.45×", "caddy fast / 2s resumed: n/a: preflight"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if _, ok := handshakeSplitTable(&report.Report{}); ok {
+		t.Error("a handshake table without rows")
+	}
+}
+
+// rowText is a table row's texts joined by |.
+func rowText(row []Cell) string {
+	texts := make([]string, len(row))
+	for i, c := range row {
+		texts[i] = c.Text
+	}
+	return strings.Join(texts, "|")
 }

@@ -78,6 +78,9 @@ type Report struct {
 	// TLSCost is each proxy's price of TLS: CPU per request over TLS
 	// against cleartext, full handshakes per core (tlscost.go).
 	TLSCost []TLSCost `json:"tls_cost,omitempty"`
+	// TLSHandshakes is each proxy's TLS handshake latency, full against
+	// resumed (handshakes.go).
+	TLSHandshakes []HandshakeSplit `json:"tls_handshakes,omitempty"`
 }
 
 // NotRun is a planned cell that sent no traffic (unsupported scenario,
@@ -180,8 +183,13 @@ type Cell struct {
 	TLS      *manifest.TLS `json:"tls,omitempty"`
 	// Handshake is the latency of the cell's completed TLS handshakes
 	// (Prometheus's handshake histogram over the window); nil when none
-	// was counted.
-	Handshake *HandshakeLatency `json:"tls_handshake_latency,omitempty"`
+	// was counted. HandshakeFull and HandshakeResumed are the same of the
+	// full and of the resumed handshakes apart (the histogram's resumed
+	// label); the manifest's exact ones are TLS.LatencyFull and
+	// TLS.LatencyResumed.
+	Handshake        *HandshakeLatency `json:"tls_handshake_latency,omitempty"`
+	HandshakeFull    *HandshakeLatency `json:"tls_handshake_latency_full,omitempty"`
+	HandshakeResumed *HandshakeLatency `json:"tls_handshake_latency_resumed,omitempty"`
 }
 
 // HandshakeLatency is the latency of a cell's completed TLS handshakes,

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 
 	"proxybench/internal/scenario"
 	"proxybench/reporter/internal/stats"
@@ -44,22 +45,7 @@ type TLSCost struct {
 // pair (scenario.TLSCostPair) or of tls-handshake-full, in the cells'
 // order; the arms' cells (duet, observer, A/A) are left out.
 func BuildTLSCost(cells []Cell) []TLSCost {
-	type key struct{ proxy, origin, tier string }
-	by := map[key]map[string][]*Cell{}
-	var order []key
-	want := map[string]bool{scenario.TLSCostPair[0]: true, scenario.TLSCostPair[1]: true, scenario.TLSHandshakeFull: true}
-	for i := range cells {
-		c := &cells[i]
-		if c.Arm != "" || !want[c.Scenario] {
-			continue
-		}
-		k := key{c.Proxy, c.Origin, c.Tier}
-		if by[k] == nil {
-			by[k] = map[string][]*Cell{}
-			order = append(order, k)
-		}
-		by[k][c.Scenario] = append(by[k][c.Scenario], c)
-	}
+	order, by := byProxyOriginTier(cells, scenario.TLSCostPair[0], scenario.TLSCostPair[1], scenario.TLSHandshakeFull)
 	var out []TLSCost
 	for _, k := range order {
 		sc := by[k]
@@ -87,6 +73,30 @@ func BuildTLSCost(cells []Cell) []TLSCost {
 		out = append(out, t)
 	}
 	return out
+}
+
+// groupKey is a proxy x origin x tier.
+type groupKey struct{ proxy, origin, tier string }
+
+// byProxyOriginTier groups the cells of the scenarios wanted by proxy x
+// origin x tier, then by scenario, the groups in the cells' order; the
+// arms' cells (duet, observer, A/A) are left out.
+func byProxyOriginTier(cells []Cell, want ...string) ([]groupKey, map[groupKey]map[string][]*Cell) {
+	by := map[groupKey]map[string][]*Cell{}
+	var order []groupKey
+	for i := range cells {
+		c := &cells[i]
+		if c.Arm != "" || !slices.Contains(want, c.Scenario) {
+			continue
+		}
+		k := groupKey{c.Proxy, c.Origin, c.Tier}
+		if by[k] == nil {
+			by[k] = map[string][]*Cell{}
+			order = append(order, k)
+		}
+		by[k][c.Scenario] = append(by[k][c.Scenario], c)
+	}
+	return order, by
 }
 
 // usable are the repeats the statistics use: those not invalid, or all
