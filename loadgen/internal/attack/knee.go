@@ -55,8 +55,8 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 			}
 			return last, steps, err
 		}
-		why, retry := kneeWhy(res, o, rate, s.MaxRate)
-		st := KneeStep{Rate: rate, Result: res, Why: why, Held: why == "", WarmupStart: warmStart}
+		why, retry, instrument := kneeWhy(res, o, rate, s.MaxRate)
+		st := KneeStep{Rate: rate, Result: res, Why: why, Held: why == "", Instrument: instrument, WarmupStart: warmStart}
 		warmStart = time.Time{}
 		if retry && !retried {
 			st.Retried, retried = true, true
@@ -72,19 +72,37 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	return last, steps, nil
 }
 
-// kneeWhy says why a step at rate broke, "" when it held; retry is true
-// when the loadgen broke it by missed sends below the MaxRate cap (a host's
-// stall, worth a second run). A broken step at or above the cap, or one
-// whose sends the cap held (more than 1 %: after a stall the cap lets the
-// backlog out at only the cap's rate), names the cap first: its latency and
-// missed sends are the instrument's own limit.
-func kneeWhy(res *Result, o KneeOptions, rate, maxRate float64) (why string, retry bool) {
+// kneeWhy says why a step at rate broke, "" when it held. instrument is
+// true when the loadgen broke it, not the target: missed sends (the
+// loadgen could not keep up), or the MaxRate cap. A broken step at or above
+// the cap, or one whose sends the cap held (more than 1 %: after a stall
+// the cap lets the backlog out at only the cap's rate), names the cap
+// first. retry is true for missed sends below the cap (a host's stall,
+// worth a second run).
+func kneeWhy(res *Result, o KneeOptions, rate, maxRate float64) (why string, retry, instrument bool) {
 	why, loadgen := kneeBroke(res, o)
 	retry = loadgen && (maxRate <= 0 || rate < maxRate)
+	instrument = loadgen
 	if why != "" && maxRate > 0 && (rate >= maxRate || 100*res.Held > res.Sent) {
 		why = fmt.Sprintf("the loadgen's max rate cap of %g req/s held %d of %d sends: %s", maxRate, res.Held, res.Sent, why)
+		instrument = true
 	}
-	return why, retry
+	return why, retry, instrument
+}
+
+// KneeInstrument says, when the step that ended a knee search broke for
+// the loadgen rather than the target (KneeStep.Instrument), why the
+// breaking point is the instrument's; ok is false when it is the target's
+// (or every step held).
+func KneeInstrument(steps []KneeStep) (why string, ok bool) {
+	if len(steps) == 0 {
+		return "", false
+	}
+	last := steps[len(steps)-1]
+	if last.Held || !last.Instrument {
+		return "", false
+	}
+	return fmt.Sprintf("the step at %g req/s broke for the loadgen, not the target (%s): the breaking point is the instrument's", last.Rate, last.Why), true
 }
 
 func kneeBroke(res *Result, o KneeOptions) (why string, loadgen bool) {

@@ -190,6 +190,9 @@ type KneeStep struct {
 	// Retried: the loadgen alone broke this run (missed sends below the
 	// cap), so the next step is a second run at the same rate.
 	Retried bool
+	// Instrument: it broke for the loadgen (missed sends, or the MaxRate
+	// cap), not for the target.
+	Instrument bool
 
 	WarmupStart time.Time // the first step: when its warm-up began; zero without one
 }

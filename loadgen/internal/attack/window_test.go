@@ -296,9 +296,9 @@ func TestKneeWhyTellsCappedFromMissed(t *testing.T) {
 			"sent 900 of 1000 scheduled: the loadgen could not keep up (missed 100, lag p99 30ms)"},
 		{"errors first", Result{Requests: 900, Errors: 100, Codes: ok, Scheduled: 1000, Sent: 1000}, "error ratio 0.1000 > 0.0100 (errors and 5xx)"},
 	} {
-		got, retry := kneeWhy(&tc.res, o, 1000, 0)
-		if got != tc.want || retry != (tc.name == "loadgen") {
-			t.Errorf("%s: why %q (run again %v), want %q", tc.name, got, retry, tc.want)
+		got, retry, instrument := kneeWhy(&tc.res, o, 1000, 0)
+		if got != tc.want || retry != (tc.name == "loadgen") || instrument != (tc.name == "loadgen") {
+			t.Errorf("%s: why %q (run again %v, the instrument's %v), want %q", tc.name, got, retry, instrument, tc.want)
 		}
 	}
 }

@@ -188,20 +188,25 @@ func kv(m map[string]int64, open, close string) string {
 
 type kneeJSON struct {
 	LastHeld float64 `json:"last_held_rps"`
-	// With -ceiling: the instrument's ceiling, and whether the knee is at or
-	// above manifest.CeilingFraction of it (then it is not the target's).
+	// With -ceiling: the instrument's ceiling. Invalid: the knee is at or
+	// above manifest.CeilingFraction of it, or its last step broke for
+	// the loadgen (then it is not the target's).
 	Ceiling       float64    `json:"ceiling_rps,omitempty"`
 	Invalid       bool       `json:"invalid,omitempty"`
 	InvalidReason string     `json:"invalid_reason,omitempty"`
 	Steps         []kneeStep `json:"steps"`
 }
 
-// kneeValidity judges the knee last against the -ceiling of o.
-func kneeValidity(o *options, last float64) (string, bool) {
-	if o.ceiling <= 0 {
-		return "", false
+// kneeValidity judges the knee last against the -ceiling of o, then by
+// what broke its last step: a step the loadgen broke (it could not keep up,
+// or its -max-rate cap) makes the breaking point the instrument's.
+func kneeValidity(o *options, last float64, steps []attack.KneeStep) (string, bool) {
+	if o.ceiling > 0 {
+		if why, bad := (&manifest.Ceiling{RPS: o.ceiling}).Near("knee", last, manifest.CeilingFraction); bad {
+			return why, true
+		}
 	}
-	return (&manifest.Ceiling{RPS: o.ceiling}).Near("knee", last, manifest.CeilingFraction)
+	return attack.KneeInstrument(steps)
 }
 
 type kneeStep struct {
@@ -215,7 +220,7 @@ type kneeStep struct {
 func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) error {
 	if o.json {
 		out := kneeJSON{LastHeld: last, Ceiling: o.ceiling}
-		out.InvalidReason, out.Invalid = kneeValidity(o, last)
+		out.InvalidReason, out.Invalid = kneeValidity(o, last, steps)
 		for _, s := range steps {
 			oo := *o
 			oo.rate = s.Rate
@@ -244,7 +249,7 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 	if _, err := fmt.Fprintf(w, "breaking point: last rate that held %g requests/s\n", last); err != nil {
 		return err
 	}
-	if why, bad := kneeValidity(o, last); bad {
+	if why, bad := kneeValidity(o, last, steps); bad {
 		_, err := fmt.Fprintf(w, "invalid: %s\n", why)
 		return err
 	}
