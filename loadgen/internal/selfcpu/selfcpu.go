@@ -217,6 +217,29 @@ func (s Snapshot) Since(start Snapshot) manifest.LoadgenCPU {
 	return out
 }
 
+// Role is the loadgen's role in a cell's contention from start to s: its
+// CPUs (cpus, its affinity mask; note says why they are unknown), its own
+// CPU, its cgroup's throttling, its threads' run delay and its pressure.
+// The busy, steal, co-tenant and foreign time of its CPUs are the caller's:
+// they need /proc/stat and the other roles.
+func (s Snapshot) Role(start Snapshot, cpus []int, note string) manifest.RoleContention {
+	d := s.RunDelay - start.RunDelay
+	r := manifest.RoleContention{Role: manifest.RoleLoadgen, CPUs: cputime.FormatList(cpus),
+		CPUSeconds: (s.CPU - start.CPU).Seconds(),
+		Throttling: &manifest.Throttling{Periods: s.Periods - start.Periods, ThrottledPeriods: s.ThrottledPeriods - start.ThrottledPeriods,
+			ThrottledSeconds: (s.Throttled - start.Throttled).Seconds()},
+		RunDelaySeconds: fptr(d.Seconds())}
+	if note != "" {
+		r.Unread = append(r.Unread, note)
+	}
+	if start.HasPressure && s.HasPressure {
+		r.PressureSeconds, r.PressureScope = fptr((s.Pressure - start.Pressure).Seconds()), s.PressureScope
+	}
+	return r
+}
+
+func fptr(f float64) *float64 { return &f }
+
 func (c *Collector) warnOnce(key, msg string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
