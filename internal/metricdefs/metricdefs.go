@@ -146,7 +146,6 @@ var (
 // number of workers. The loadgen that runs a cell alone has none.
 const WorkerLabel = "worker"
 
-
 func with(base []string, extra ...string) []string {
 	return append(slices.Clone(base), extra...)
 }
