@@ -1,10 +1,9 @@
-package fleet
+package fleet_test
 
 import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -16,32 +15,17 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/fleet"
+	"proxybench/loadgen/internal/fleet/fleettest"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/wire/wiretest"
 )
 
-// The test binary is a loadgen worker too: with PROXYBENCH_FLEET_WORKER
-// set it runs Main instead of the tests (the helper-process pattern), so
-// the coordinator starts real processes of its own.
-func TestMain(m *testing.M) {
-	if os.Getenv("PROXYBENCH_FLEET_WORKER") == "1" && len(os.Args) > 1 && os.Args[1] == Command {
-		os.Exit(Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr, slog.New(slog.DiscardHandler)))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { fleettest.Main(m) }
 
-// testLauncher starts the workers as copies of the test binary.
-func testLauncher(t testing.TB) Launcher {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Local{Binary: exe, Env: []string{"PROXYBENCH_FLEET_WORKER=1"}}
-}
-
-func coordinator(t *testing.T, n int) *Coordinator {
+func coordinator(t *testing.T, n int) *fleet.Coordinator {
 	t.Helper()
-	c := &Coordinator{Workers: n, Launcher: testLauncher(t)}
+	c := &fleet.Coordinator{Workers: n, Launcher: fleettest.Launcher(t)}
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +44,7 @@ func TestHistogramTravelsExactly(t *testing.T) {
 			h.RecordValue(min(60_000_000, int64(1+rng.ExpFloat64()*3000*float64(1+rng.IntN(3)*rng.IntN(1000))))) //nolint:errcheck // in range
 		}
 		h.RecordValue(60_000_000) //nolint:errcheck // the top of the range
-		w, err := ResultOf(&attack.Result{Requests: int64(n), Codes: map[int]int64{200: int64(n)}, Hist: h})
+		w, err := fleet.ResultOf(&attack.Result{Requests: int64(n), Codes: map[int]int64{200: int64(n)}, Hist: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +52,7 @@ func TestHistogramTravelsExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Result
+		var back fleet.Result
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +140,7 @@ func TestThreeWorkersAreOneInstrument(t *testing.T) {
 		}
 	}
 	// The workers publish their traffic with their index as a label.
-	resp, err := http.Get("http://" + c.Handles()[2].Addr + PathMetrics)
+	resp, err := http.Get("http://" + c.Handles()[2].Addr + fleet.PathMetrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +159,7 @@ func TestKilledWorkerFailsTheCellKeepsTheOthers(t *testing.T) {
 	c := coordinator(t, 3)
 	victim := c.Handles()[1]
 	go func() {
-		time.Sleep(DefaultLead + 400*time.Millisecond)
+		time.Sleep(fleet.DefaultLead + 400*time.Millisecond)
 		syscall.Kill(victim.Pid, syscall.SIGKILL) //nolint:errcheck // our own child, by its pid
 	}()
 	res, err := c.Run(t.Context(), attack.Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 6, Duration: 1500 * time.Millisecond}, Timeout: time.Second}, nil)
@@ -212,7 +196,7 @@ func TestCancelKeepsEveryWorkersPart(t *testing.T) {
 	srv := wiretest.NewCounted(t, wiretest.Hello)
 	c := coordinator(t, 2)
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(DefaultLead+300*time.Millisecond, cancel)
+	time.AfterFunc(fleet.DefaultLead+300*time.Millisecond, cancel)
 	began := time.Now()
 	res, err := c.Run(ctx, attack.Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 2, Duration: 5 * time.Second}, Timeout: time.Second}, nil)
 	if err != context.Canceled || time.Since(began) > 2*time.Second {
@@ -229,7 +213,7 @@ func TestCancelKeepsEveryWorkersPart(t *testing.T) {
 // naming both numbers.
 func TestUnsplittableLoadIsRefused(t *testing.T) {
 	t.Parallel()
-	c := &Coordinator{Workers: 3, Launcher: testLauncher(t)}
+	c := &fleet.Coordinator{Workers: 3, Launcher: fleettest.Launcher(t)}
 	t.Cleanup(c.Close)
 	_, err := c.Run(t.Context(), attack.Spec{URL: "http://127.0.0.1:1/", Load: load.Closed{Connections: 2, Duration: time.Second}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "a closed loop of 2 connections cannot be split over 3 loadgen workers") {

@@ -200,6 +200,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		fmt.Fprintln(stderr, "loadgen worker:", err)
 		return 1
 	}
+	if *withStdin {
+		// The coordinator that started this process decides when it ends:
+		// a Ctrl-C on the terminal reaches it and us alike, and it ends
+		// our cells itself (POST /cancel) to collect what they measured.
+		ctx = context.WithoutCancel(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *withStdin {

@@ -103,6 +103,11 @@ type Runner struct {
 	// run's placement before the cells (ceiling.go): of the closed-loop
 	// engine, or with open of the open-loop one; nil: none is recorded.
 	Ceiling func(ctx context.Context, open bool) (*manifest.Ceiling, error)
+	// Start, when set, is called once the loadgen is pinned to its CPUs and
+	// before anything is written: it starts the loadgen workers (package
+	// fleet), which inherit the pinning. An error ends the run before it
+	// begins.
+	Start func(ctx context.Context) error
 
 	m       *manifest.Manifest
 	dir     string
@@ -147,6 +152,11 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	placed, err := r.place(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if r.Start != nil {
+		if err := r.Start(ctx); err != nil {
+			return nil, err
+		}
 	}
 	r.dir = filepath.Join(p.Results, p.Run)
 	planJSON, err := json.MarshalIndent(p, "", "  ")
