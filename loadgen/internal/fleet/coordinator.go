@@ -36,10 +36,11 @@ const (
 
 // Coordinator runs attacks on Workers loadgen workers as one instrument.
 // It implements the runner's Attacker: Run gives worker i of N segment i
-// of the load (load.Segment), measures each worker's clock offset, sets
-// one start barrier, and returns the exact merge of their results with
-// each worker's part in Result.Workers. A worker found gone before an
-// attack is started again.
+// of the load (load.Segment; a load of fewer connections than workers goes
+// to the first of them, one connection each), measures each worker's
+// clock offset, sets one start barrier, and returns the exact merge of
+// their results with each worker's part in Result.Workers. A worker found
+// gone before an attack is started again.
 type Coordinator struct {
 	Workers  int
 	Launcher Launcher // default: Local{}
@@ -143,13 +144,16 @@ func (c *Coordinator) Run(ctx context.Context, s attack.Spec, progress func(atta
 	if s.Load == nil {
 		return nil, errors.New("fleet: spec Load is empty")
 	}
-	n := max(1, c.Workers)
+	// A load of fewer connections than workers (a traffic mix's small
+	// variant, HTTP/2's connections of many streams) goes to as many
+	// workers as it has connections.
+	n := max(1, min(c.Workers, load.MaxSegments(s.Load)))
 	ws := make([]*worker, n)
 	for i := range ws {
 		seg := load.Segment{Index: i, Count: n}
 		m, err := seg.Of(s.Load)
 		if err != nil {
-			return nil, fmt.Errorf("%v over %d loadgen workers: %w", s.Load, n, err)
+			return nil, fmt.Errorf("%d loadgen workers: %w", n, err)
 		}
 		ws[i] = &worker{seg: seg}
 		ws[i].conns, ws[i].rate = m.Summary()

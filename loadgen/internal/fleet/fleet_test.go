@@ -139,6 +139,12 @@ func TestThreeWorkersAreOneInstrument(t *testing.T) {
 			t.Errorf("%s: edges %v", tc.name, edges)
 		}
 	}
+	// A load of fewer connections than workers goes to as many workers as
+	// it has connections, one each.
+	res, err := c.Run(t.Context(), attack.Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 2, Duration: 200 * time.Millisecond}, Timeout: time.Second}, nil)
+	if err != nil || len(res.Workers) != 2 || res.Workers[0].Concurrency != 1 || res.Workers[1].Concurrency != 1 || res.Workers[1].Result.Requests == 0 {
+		t.Errorf("2 connections over 3 workers: %v, %+v", err, res)
+	}
 	// The workers publish their traffic with their index as a label.
 	resp, err := http.Get("http://" + c.Handles()[2].Addr + fleet.PathMetrics)
 	if err != nil {
@@ -206,20 +212,5 @@ func TestCancelKeepsEveryWorkersPart(t *testing.T) {
 		if w.Err != "" || w.Result == nil || w.Result.Requests == 0 || w.Result.End.Sub(w.Result.Start) > time.Second {
 			t.Errorf("worker %d: %+v", w.Index, w)
 		}
-	}
-}
-
-// A load the workers cannot share is refused before anything is sent,
-// naming both numbers.
-func TestUnsplittableLoadIsRefused(t *testing.T) {
-	t.Parallel()
-	c := &fleet.Coordinator{Workers: 3, Launcher: fleettest.Launcher(t)}
-	t.Cleanup(c.Close)
-	_, err := c.Run(t.Context(), attack.Spec{URL: "http://127.0.0.1:1/", Load: load.Closed{Connections: 2, Duration: time.Second}}, nil)
-	if err == nil || !strings.Contains(err.Error(), "a closed loop of 2 connections cannot be split over 3 loadgen workers") {
-		t.Fatalf("err %v", err)
-	}
-	if hs := c.Handles(); hs[0] != nil {
-		t.Error("workers were started for a load they cannot share")
 	}
 }

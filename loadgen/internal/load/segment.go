@@ -3,6 +3,7 @@ package load
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -75,21 +76,32 @@ func (s Segment) Of(m Model) (Model, error) {
 	return Segmented{Base: m, Seg: s}, nil
 }
 
+// MaxSegments is how many workers m can be split over: one connection
+// each at least (a closed loop's connections, the peak of concurrency
+// stages, an open loop's max in flight).
+func MaxSegments(m Model) int {
+	switch m.(type) {
+	case Closed, ConcurrencyStages, Open, RateStages:
+		return m.MaxWorkers()
+	}
+	return math.MaxInt
+}
+
 // splittable is the problem of a model whose connections are fewer than
 // the workers.
 func splittable(m Model, workers int) error {
 	var field, what string
-	var n int
-	switch l := m.(type) {
+	switch m.(type) {
 	case Closed:
-		field, what, n = "Connections", "a closed loop of %d connections", l.Connections
+		field, what = "Connections", "a closed loop of %d connections"
 	case ConcurrencyStages:
-		field, what, n = "Stages", "concurrency stages peaking at %d connections", l.MaxWorkers()
+		field, what = "Stages", "concurrency stages peaking at %d connections"
 	case Open, RateStages:
-		field, what, n = "MaxInFlight", "an open loop of at most %d in flight", m.MaxWorkers()
+		field, what = "MaxInFlight", "an open loop of at most %d in flight"
 	default:
 		return nil
 	}
+	n := MaxSegments(m)
 	if n >= workers {
 		return nil
 	}

@@ -164,6 +164,15 @@ func TestSegmentValidates(t *testing.T) {
 			t.Errorf("%v of %v: %v, want %q", tc.seg, tc.m, err, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		m    Model
+		want int
+	}{{closed, 2}, {Open{Rate: 1, Duration: time.Second}, DefaultMaxInFlight},
+		{RateStages{Stages: stages(1, 5), MaxInFlight: 7}, 7}, {ConcurrencyStages{Stages: stages(1, 3.5)}, 4}} {
+		if got := MaxSegments(tc.m); got != tc.want {
+			t.Errorf("MaxSegments(%v) = %d, want %d", tc.m, got, tc.want)
+		}
+	}
 	if m, err := (Segment{}).Of(closed); err != nil || m != Model(closed) {
 		t.Errorf("one worker: %v, %v; want the model itself", m, err)
 	}
