@@ -123,37 +123,31 @@ func (w *Worker) cell(rw http.ResponseWriter, r *http.Request) {
 // workerEdges reads the worker process's CPU at its window's two edges.
 type workerEdges struct {
 	self *selfcpu.Collector
-	mu   sync.Mutex
-	read [2]struct {
-		done    bool
-		self    selfcpu.Snapshot
-		stat    cputime.Stat
-		statErr error
-	}
+	once selfcpu.Edges
+	read [2]workerRead
+}
+
+type workerRead struct {
+	self    selfcpu.Snapshot
+	stat    cputime.Stat
+	statErr error
 }
 
 func (e *workerEdges) on(end bool, _ time.Time) {
-	i := 0
-	if end {
-		i = 1
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := &e.read[i]
-	if r.done {
-		return
-	}
-	r.done, r.self = true, e.self.Snapshot()
-	r.stat, r.statErr = cputime.ReadStat("/proc")
+	e.once.Take(end, func(i int) {
+		r := &e.read[i]
+		r.self = e.self.Snapshot()
+		r.stat, r.statErr = cputime.ReadStat("/proc")
+	})
 }
 
 // account is the process's CPU over the window and its role loadgen; nil
 // when an edge was never reached.
 func (e *workerEdges) account() (*manifest.LoadgenCPU, *manifest.RoleContention) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a, b := e.read[0], e.read[1]
-	if !a.done || !b.done {
+	both := false
+	var a, b workerRead
+	e.once.Both(func(ok bool) { both, a, b = ok, e.read[0], e.read[1] })
+	if !both {
 		return nil, nil
 	}
 	lg := b.self.Since(a.self)

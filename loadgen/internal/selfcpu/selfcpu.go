@@ -240,6 +240,36 @@ func (s Snapshot) Role(start Snapshot, cpus []int, note string) manifest.RoleCon
 
 func fptr(f float64) *float64 { return &f }
 
+// Edges takes the readings of a window's two edges once each (an attack's
+// Spec.OnEdge may be called by several attacks run as one): the first call
+// of an edge reads, a concurrent one waits for it and then skips, a repeat
+// is ignored. The runner's cell edges and a loadgen worker's use it.
+type Edges struct {
+	mu   sync.Mutex
+	done [2]bool
+}
+
+// Take runs read(i) for edge i (0 the start, 1 the end) unless it ran.
+func (e *Edges) Take(end bool, read func(i int)) {
+	i := 0
+	if end {
+		i = 1
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.done[i] {
+		e.done[i] = true
+		read(i)
+	}
+}
+
+// Both runs f under the same lock, told whether both edges were taken.
+func (e *Edges) Both(f func(both bool)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f(e.done[0] && e.done[1])
+}
+
 func (c *Collector) warnOnce(key, msg string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
