@@ -1,18 +1,16 @@
 package fleet
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
+
+	"proxybench/loadgen/internal/child"
 )
 
 // Launcher starts worker index and says how it is reached; where it runs is
@@ -75,94 +73,14 @@ func (l Local) Launch(ctx context.Context, index int) (*Handle, error) {
 	}
 	cmd := exec.Command(bin, Command, "-index", strconv.Itoa(index), "-exit-with-stdin")
 	cmd.Env = append(os.Environ(), l.Env...)
-	stdin, err := cmd.StdinPipe()
+	p, line, err := child.Start(ctx, cmd, startTimeout, func(l string) { log.Info("loadgen worker: " + l) })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loadgen worker %d %w", index, err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
+	h := &Handle{Exited: p.Exited, Exit: p.Exit, Stop: p.Stop}
+	if err := json.Unmarshal([]byte(line), &h.Hello); err != nil || h.Index != index {
+		p.Stop()
+		return nil, fmt.Errorf("loadgen worker %d said %q, not its Hello as worker %d", index, line, index)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start loadgen worker %d: %w", index, err)
-	}
-	var (
-		tail   lastLines
-		exited = make(chan struct{})
-		how    string
-	)
-	go func() {
-		// The worker's log goes to ours; its last lines say why it ended.
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			tail.add(sc.Text())
-			log.Info("loadgen worker: " + sc.Text())
-		}
-	}()
-	go func() {
-		err := cmd.Wait()
-		how = "exited"
-		if err != nil {
-			how = err.Error()
-		}
-		close(exited)
-	}()
-	h := &Handle{Exited: exited, Exit: func() string { return how }}
-	h.Stop = func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(2 * time.Second):
-			cmd.Process.Kill() //nolint:errcheck // best effort: our own child
-			<-exited
-		}
-	}
-	hello := make(chan Hello, 1)
-	go func() {
-		var m Hello
-		if err := json.NewDecoder(stdout).Decode(&m); err == nil {
-			hello <- m
-		}
-		io.Copy(io.Discard, stdout) //nolint:errcheck // drain
-	}()
-	select {
-	case m := <-hello:
-		if m.Index != index {
-			h.Stop()
-			return nil, fmt.Errorf("loadgen worker %d says it is worker %d", index, m.Index)
-		}
-		h.Hello = m
-		return h, nil
-	case <-exited:
-		return nil, fmt.Errorf("loadgen worker %d ended before it listened (%s): %s", index, how, tail.String())
-	case <-time.After(startTimeout):
-	case <-ctx.Done():
-	}
-	h.Stop()
-	return nil, fmt.Errorf("loadgen worker %d did not say where it listens within %s: %s", index, startTimeout, tail.String())
-}
-
-// lastLines keeps a process's last few lines of log.
-type lastLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *lastLines) add(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, s)
-	if len(l.lines) > 5 {
-		l.lines = l.lines[1:]
-	}
-}
-
-func (l *lastLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "; ")
+	return h, nil
 }
