@@ -1,11 +1,14 @@
 package fleet_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -212,5 +215,37 @@ func TestCancelKeepsEveryWorkersPart(t *testing.T) {
 		if w.Err != "" || w.Result == nil || w.Result.Requests == 0 || w.Result.End.Sub(w.Result.Start) > time.Second {
 			t.Errorf("worker %d: %+v", w.Index, w)
 		}
+	}
+}
+
+// A cell cancelled before it reached the worker (Ctrl-C while the
+// coordinator was sending it) ends at once when it arrives.
+func TestCancelBeforeTheCell(t *testing.T) {
+	t.Parallel()
+	srv := wiretest.NewCounted(t, wiretest.Hello)
+	w, _ := fleet.NewWorker(0, slog.New(slog.DiscardHandler))
+	mux := http.NewServeMux()
+	w.Routes(mux)
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	if resp, err := http.Post(api.URL+fleet.PathCancel+"?id=c1", "", nil); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	spec, err := fleet.SpecOf(attack.Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 1, Duration: 5 * time.Second}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(fleet.CellRequest{ID: "c1", Barrier: time.Now(), Spec: spec})
+	began := time.Now()
+	resp, err := http.Post(api.URL+fleet.PathCell, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if time.Since(began) > 2*time.Second || !strings.Contains(string(b), `"end":`) || !strings.Contains(string(b), "context canceled") {
+		t.Errorf("after %v: %s", time.Since(began), b)
 	}
 }

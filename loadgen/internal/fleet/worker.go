@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -36,7 +37,13 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
+	// cancelled holds the last ids cancelled before their cell arrived
+	// (Ctrl-C while the coordinator was still sending them).
+	cancelled []string
 }
+
+// maxCancelled bounds Worker.cancelled.
+const maxCancelled = 64
 
 // Routes adds the control API to mux (the worker's metrics server).
 func (w *Worker) Routes(mux interface{ Handle(string, http.Handler) }) {
@@ -45,8 +52,15 @@ func (w *Worker) Routes(mux interface{ Handle(string, http.Handler) }) {
 	}))
 	mux.Handle("POST "+PathCell, http.HandlerFunc(w.cell))
 	mux.Handle("POST "+PathCancel, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("id")
 		w.mu.Lock()
-		cancel := w.running[r.URL.Query().Get("id")]
+		cancel := w.running[id]
+		if cancel == nil {
+			w.cancelled = append(w.cancelled, id)
+			if len(w.cancelled) > maxCancelled {
+				w.cancelled = w.cancelled[1:]
+			}
+		}
 		w.mu.Unlock()
 		if cancel != nil {
 			cancel()
@@ -83,6 +97,9 @@ func (w *Worker) cell(rw http.ResponseWriter, r *http.Request) {
 		w.running = map[string]context.CancelFunc{}
 	}
 	w.running[req.ID] = cancel
+	if slices.Contains(w.cancelled, req.ID) {
+		cancel() // it ends before it begins: its window is empty
+	}
 	w.mu.Unlock()
 	defer func() { w.mu.Lock(); delete(w.running, req.ID); w.mu.Unlock() }()
 
