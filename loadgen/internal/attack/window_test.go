@@ -361,6 +361,7 @@ func TestStartAtHoldsTheWindow(t *testing.T) {
 		{"open loop", load.Open{Rate: 200, Duration: 100 * time.Millisecond}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			a, _ := newAttacker(t, tc.opts...)
 			at := time.Now().Add(250 * time.Millisecond)
 			res := mustRun(t, a, Spec{URL: srv.URL, Load: tc.m, StartAt: at})
