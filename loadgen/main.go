@@ -9,6 +9,7 @@
 //	loadgen certs     [flags]   make (or reuse) the lab's CA and the proxies' TLS certificate
 //	loadgen ceiling   [flags]   measure the instrument's ceiling under a placement (JSON)
 //	loadgen trivial-server [flags] the trivial server of the instrument's ceiling (loadgen run starts it)
+//	loadgen worker    [flags]   one of several loadgens run as one instrument (loadgen run -loadgens N starts them)
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"proxybench/loadgen/internal/attackcmd"
 	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/certscmd"
+	"proxybench/loadgen/internal/fleet"
 	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
@@ -48,11 +50,14 @@ var commands = map[string]command{
 	// Started by loadgen run and loadgen study, pinned where the proxy
 	// runs, to measure the loadgen's own ceiling against it.
 	ceiling.ServerCommand: ceiling.ServerMain,
+	// Started by loadgen run -loadgens N: each sends its segment of every
+	// cell's load.
+	fleet.Command: fleet.Main,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling|worker [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

@@ -1,5 +1,7 @@
 package manifest
 
+import "fmt"
+
 // The roles of a cell whose CPUs the loadgen watches (Contention.Roles).
 const (
 	RoleLoadgen = "loadgen" // the loadgen process itself
@@ -28,6 +30,13 @@ type Contention struct {
 type RoleContention struct {
 	Role      string `json:"role"`                // RoleLoadgen, RoleProxy or RoleOrigin
 	Container string `json:"container,omitempty"` // the proxy's or origin's container; "" for the loadgen
+	// Worker is, for a cell several loadgen workers ran, the loadgen worker
+	// this role is (its index); nil for the loadgen process that ran the
+	// cell (alone, or as their coordinator), the proxy and the origin.
+	Worker *int `json:"worker,omitempty"`
+	// Host is where the role ran when that is not the host of the loadgen
+	// that wrote the manifest; co-tenants share a host.
+	Host string `json:"host,omitempty"`
 	// CPUs the role may run on, as a kernel CPU list ("1", "0-1"): the
 	// container's effective cpuset, the loadgen's affinity mask.
 	CPUs       string  `json:"cpus,omitempty"`
@@ -64,6 +73,15 @@ type RoleContention struct {
 	PressureScope   string   `json:"pressure_scope,omitempty"`
 
 	Unread []string `json:"unread,omitempty"` // what could not be read, and why
+}
+
+// Name is the role as a reason names it: "loadgen worker 2" for a
+// worker, else the role.
+func (r RoleContention) Name() string {
+	if r.Worker != nil {
+		return fmt.Sprintf("%s worker %d", r.Role, *r.Worker)
+	}
+	return r.Role
 }
 
 // Throttling is a cgroup's CFS bandwidth account over a window.

@@ -175,6 +175,11 @@ type Cell struct {
 	// ScenarioData is what the cell's scenario is judged on
 	// (docs/scenarios.md); nil for simple.
 	ScenarioData *ScenarioData `json:"scenario_data,omitempty"`
+
+	// Workers is, for a cell several loadgen workers ran as one
+	// instrument, each one's part (worker.go); nil for a cell of one
+	// loadgen.
+	Workers []Worker `json:"workers,omitempty"`
 }
 
 // LoadgenCPU is the loadgen's CPU capacity and its use over one window,

@@ -140,6 +140,12 @@ var (
 	GCLabels = []string{"container", "service"}
 )
 
+// WorkerLabel is the constant label every series of a loadgen worker
+// (`loadgen worker`, one of several loadgens run as one instrument)
+// carries besides its row's labels: the worker's index, bounded by the
+// number of workers. The loadgen that runs a cell alone has none.
+const WorkerLabel = "worker"
+
 func with(base []string, extra ...string) []string {
 	return append(slices.Clone(base), extra...)
 }

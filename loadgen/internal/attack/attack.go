@@ -241,8 +241,19 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 
 // begin fixes the attack's clock: it is called once everything is set up,
 // immediately before the first request can be sent, so the window holds no
-// set-up time. It is also the window's start edge.
-func (r *run) begin() {
+// set-up time; with Spec.StartAt it first waits for that moment (unless ctx
+// ends). It is also the window's start edge.
+func (r *run) begin(ctx context.Context) {
+	if at := r.s.StartAt; !at.IsZero() {
+		if wait := at.Sub(r.a.now()); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
 	r.start = r.a.now()
 	r.stop = r.start.Add(r.total)
 	r.limit = load.NewLimiter(r.s.MaxRate, r.start)
@@ -300,17 +311,17 @@ func (r *run) unpublish() {
 func (r *run) launch(ctx context.Context) error {
 	switch {
 	case r.evloop:
-		return r.launchEvLoop(r.req) // calls begin once its sockets are ready
+		return r.launchEvLoop(ctx, r.req) // calls begin once its sockets are ready
 	case r.h2loop != nil:
-		r.launchH2Loop()
+		r.launchH2Loop(ctx)
 	case r.pacer != nil:
-		r.begin()
+		r.begin(ctx)
 		initial := min(r.maxWorkers, max(4, 2*runtime.GOMAXPROCS(0)))
 		for range initial {
 			r.spawn(ctx, r.openWorker)
 		}
 	default:
-		r.begin()
+		r.begin(ctx)
 		for range r.maxWorkers {
 			r.spawn(ctx, r.closedWorker)
 		}

@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"context"
 	"runtime"
 	"time"
 
@@ -15,13 +16,13 @@ func target(s *Spec) wire.Target {
 
 // launchEvLoop starts the closed loop on package wire's event loop: one
 // shard per CPU, each reporting to its own recorder.
-func (r *run) launchEvLoop(req *wire.Request) error {
+func (r *run) launchEvLoop(ctx context.Context, req *wire.Request) error {
 	loop, err := wire.NewEventLoop(req, r.maxWorkers, min(runtime.GOMAXPROCS(0), r.maxWorkers))
 	if err != nil {
 		return err
 	}
 	r.workers.Store(int64(r.maxWorkers))
-	r.begin()
+	r.begin(ctx)
 	for i := range loop.Shards() {
 		sink := &loopSink{r: r, rec: r.recs[i%len(r.recs)]}
 		r.wg.Add(1)
@@ -56,9 +57,9 @@ func (s *loopSink) Done(sent, done time.Time, res wire.Response, err error) {
 // launchH2Loop starts the closed loop on package wire's HTTP/2 loop: a
 // goroutine per connection, connection i reporting to recorder i (mod
 // their number), each carrying Spec.Streams workers.
-func (r *run) launchH2Loop() {
+func (r *run) launchH2Loop(ctx context.Context) {
 	r.workers.Store(int64(r.maxWorkers))
-	r.begin()
+	r.begin(ctx)
 	for i := range r.h2loop.Conns() {
 		sink := &loopSink{r: r, rec: r.recs[i%len(r.recs)]}
 		obs := r.obs(i)

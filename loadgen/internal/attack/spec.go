@@ -104,6 +104,12 @@ type Spec struct {
 
 	Labels Labels
 
+	// StartAt, when set, is when the window begins: the attack sets up
+	// (its connections, for the loops that own theirs) and then waits for
+	// it before the first send. Several loadgen workers given one barrier
+	// start together so (package fleet). Zero, or a moment passed: at once.
+	StartAt time.Time
+
 	// OnEdge, when set, is called synchronously from the engine at the two
 	// edges of the measured window: end=false at the start, immediately
 	// before the first request can be sent, end=true at the planned end,
@@ -160,6 +166,38 @@ type Result struct {
 	// late ones included: microseconds, 1 µs .. 60 s, 3 significant
 	// figures, merged across workers.
 	Hist *hdrhistogram.Histogram
+
+	// Workers is, for an attack several loadgen workers ran as one
+	// (package fleet), each worker's part, by index; nil for an attack of
+	// this process alone. The fields above are their exact merge (Merge).
+	Workers []WorkerResult
+}
+
+// WorkerResult is one loadgen worker's part of an attack that several ran
+// as one instrument: its own exact account and where it stood in time. The
+// times are the coordinator's clock.
+type WorkerResult struct {
+	Index int    // its segment's index (load.Segment), the worker label's value
+	Host  string // where it ran
+	Pid   int    // its process
+	// Concurrency and Rate are its segment's share of the load
+	// (load.Model.Summary).
+	Concurrency int
+	Rate        float64
+	// Result is its account, nil when it returned none (it died).
+	Result *Result
+	// Err is why it failed; "" when it ran its window.
+	Err string
+	// Offset is its clock minus the coordinator's, measured NTP-style
+	// over the round trip of least delay; OffsetBound is half that
+	// round trip, the most the estimate can be off.
+	Offset, OffsetBound time.Duration
+	// Skew is when its window began minus the barrier it was given.
+	Skew time.Duration
+	// Loadgen is the worker process's own CPU over its window; CPU what
+	// its CPUs' time went to (role loadgen); nil when not read.
+	Loadgen *manifest.LoadgenCPU
+	CPU     *manifest.RoleContention
 }
 
 // Progress is a snapshot sent about once a second while an attack runs.

@@ -345,3 +345,29 @@ func TestOnEdge(t *testing.T) {
 		})
 	}
 }
+
+// StartAt holds the first send until the barrier, on every engine: the
+// window starts there, not when Run was called.
+func TestStartAtHoldsTheWindow(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	for _, tc := range []struct {
+		name string
+		m    load.Model
+		opts []Option
+	}{
+		{"event loop", load.Closed{Connections: 2, Duration: 100 * time.Millisecond}, nil},
+		{"goroutines", load.Closed{Connections: 2, Duration: 100 * time.Millisecond}, []Option{WithGoroutinePerConn()}},
+		{"open loop", load.Open{Rate: 200, Duration: 100 * time.Millisecond}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, _ := newAttacker(t, tc.opts...)
+			at := time.Now().Add(250 * time.Millisecond)
+			res := mustRun(t, a, Spec{URL: srv.URL, Load: tc.m, StartAt: at})
+			if res.Start.Before(at) || res.Start.Sub(at) > 50*time.Millisecond || res.Requests == 0 {
+				t.Errorf("window starts %v after the barrier (want 0..50ms), %d requests", res.Start.Sub(at), res.Requests)
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@
 package ceiling
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,6 +34,7 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/placement"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/child"
 	"proxybench/loadgen/internal/load"
 	"proxybench/origins/fast/fastserver"
 )
@@ -305,7 +305,8 @@ func serverWorkers(o *Options) int {
 }
 
 // startServer runs `<binary> trivial-server` and returns its address; stop
-// ends it (closing its stdin ends it too, so it never outlives us).
+// ends it (package child: closing its stdin ends it, so it never outlives
+// us).
 func startServer(ctx context.Context, o *Options) (string, func(), error) {
 	args := []string{ServerCommand, "-workers", strconv.Itoa(serverWorkers(o))}
 	if len(o.ServerCPUs) > 0 {
@@ -313,48 +314,15 @@ func startServer(ctx context.Context, o *Options) (string, func(), error) {
 	}
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Env = append(os.Environ(), o.Env...)
-	stdin, err := cmd.StdinPipe()
+	p, l, err := child.Start(ctx, cmd, 10*time.Second, nil)
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("ceiling: the trivial server %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
+	if addr, ok := strings.CutPrefix(l, "listening "); ok {
+		return addr, p.Stop, nil
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("ceiling: start the trivial server: %w", err)
-	}
-	stop := func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }() //nolint:errcheck // it is being stopped
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-			cmd.Process.Kill() //nolint:errcheck // best effort
-			<-done
-		}
-	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- strings.TrimSpace(l)
-		io.Copy(io.Discard, stdout) //nolint:errcheck // drain
-	}()
-	select {
-	case l := <-line:
-		if addr, ok := strings.CutPrefix(l, "listening "); ok {
-			return addr, stop, nil
-		}
-		stop()
-		return "", nil, fmt.Errorf("ceiling: the trivial server did not start: %q %s", l, strings.TrimSpace(stderr.String()))
-	case <-time.After(10 * time.Second):
-	case <-ctx.Done():
-	}
-	stop()
-	return "", nil, fmt.Errorf("ceiling: the trivial server did not say where it listens within 10 s (%v) %s", ctx.Err(), strings.TrimSpace(stderr.String()))
+	p.Stop()
+	return "", nil, fmt.Errorf("ceiling: the trivial server did not start: %q", l)
 }
 
 // ServerCommand is the loadgen subcommand that serves the trivial server.

@@ -170,6 +170,24 @@ func (s Settings) Model() (Model, error) {
 	}
 }
 
+// SettingsOf is the settings Model parses into m: how a model is written
+// down to travel (a loadgen worker receives its cell's load so). Only the
+// four models of this package have settings; a Segmented model travels as
+// its base and its Segment apart.
+func SettingsOf(m Model) (Settings, error) {
+	switch l := m.(type) {
+	case Closed:
+		return Settings{Mode: NameClosed, Concurrency: l.Connections, Duration: l.Duration}, nil
+	case Open:
+		return Settings{Mode: NameOpen, Concurrency: l.MaxInFlight, Rate: l.Rate, Duration: l.Duration}, nil
+	case RateStages:
+		return Settings{Mode: NameStages, StageKind: KindRate, Concurrency: l.MaxInFlight, Stages: l.Stages}, nil
+	case ConcurrencyStages:
+		return Settings{Mode: NameStages, StageKind: KindConcurrency, Stages: l.Stages}, nil
+	}
+	return Settings{}, fmt.Errorf("load model %T (%v) has no settings to send", m, m)
+}
+
 // maxInFlight is an open loop's cap: n, or the default for 0.
 func maxInFlight(n int) int {
 	if n == 0 {

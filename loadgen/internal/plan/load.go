@@ -47,6 +47,8 @@ var fields = []field{
 		get: func(p *Plan) string { return strconv.FormatFloat(p.Rate, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.Rate })},
 	{name: "max-rate", usage: "cap the loadgen's send `rate` at this many requests/s, closed and open loop, like JMeter's throughput timer (0 = no cap); the run's instrument ceiling is measured under it",
 		get: func(p *Plan) string { return strconv.FormatFloat(p.MaxRate, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.MaxRate })},
+	{name: "loadgens", usage: "run every cell on `n` loadgen worker processes as one instrument: each sends its segment of the load from one start barrier, and their exact histograms merge into one cell (1 = this process alone)",
+		get: func(p *Plan) string { return strconv.Itoa(p.Loadgens) }, set: intField(func(p *Plan) *int { return &p.Loadgens })},
 	{name: "stages", usage: "ramp as `duration:target,...` pairs, e.g. 10s:100,30s:500",
 		get: func(p *Plan) string { return formatStages(p.Stages) }, set: func(p *Plan, s string) (err error) { p.Stages, err = ParseStages(s); return err }},
 	{name: "stage-kind", usage: "`what` -stages ramps: rate (open loop) or concurrency (closed loop)",

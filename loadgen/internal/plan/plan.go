@@ -42,6 +42,7 @@ type Plan struct {
 	Rate        float64  `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
 	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
 	MaxRate     float64  `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
+	Loadgens    int      `yaml:"loadgens" json:"loadgens"`             // loadgen workers running every cell as one instrument (package fleet); 1 = this process alone
 	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
 	Repeats     int      `yaml:"repeats" json:"repeats"`               //
 	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
@@ -97,6 +98,7 @@ func Default() Plan {
 		Origins:       stack.DefaultOrigins(),
 		Scenarios:     []string{"simple"},
 		Concurrency:   50,
+		Loadgens:      1,
 		StageKind:     load.KindRate,
 		Repeats:       1,
 		Order:         OrderInterleaved,
@@ -120,6 +122,10 @@ func Default() Plan {
 		TLSVersion:       "1.3",
 	}
 }
+
+// MaxLoadgens bounds the loadgen workers of a run (the worker label's
+// values).
+const MaxLoadgens = 64
 
 // Orders of the cells within each round of repeats.
 const (
@@ -177,6 +183,17 @@ func (p *Plan) Validate() error {
 	}
 	for _, pr := range load.Problems(err) {
 		bad("%s", p.loadWords(pr))
+	}
+	if p.Loadgens < 1 || p.Loadgens > MaxLoadgens {
+		bad("loadgens %d: use 1..%d (1 = this process alone)", p.Loadgens, MaxLoadgens)
+	} else if err == nil && p.Loadgens > 1 {
+		// Each worker takes a segment of the load: every one needs a
+		// connection of its own.
+		if _, err := (load.Segment{Count: p.Loadgens}).Of(m); err != nil {
+			for _, pr := range load.Problems(err) {
+				bad("loadgens %d with concurrency %v: %s", p.Loadgens, pr.Value, pr.Need)
+			}
+		}
 	}
 	if p.Mode != load.NameStages && len(p.Stages) > 0 {
 		bad("stages given with mode %s: use mode stages or drop the stages", p.Mode)

@@ -109,6 +109,14 @@ func TestLoad(t *testing.T) {
 		{name: "concurrency stages never 1", args: []string{"-stages", "10s:0", "-stage-kind", "concurrency"},
 			wantErr: []string{"stages 10s:0: concurrency stages need a target of at least 1 somewhere"}},
 		{name: "zero repeats", args: []string{"-repeats", "0"}, wantErr: []string{"repeats 0"}},
+		{name: "zero loadgens", args: []string{"-loadgens", "0"}, wantErr: []string{"loadgens 0: use 1..64 (1 = this process alone)"}},
+		{name: "fewer connections than loadgens", args: []string{"-loadgens", "4", "-concurrency", "3"},
+			wantErr: []string{"loadgens 4 with concurrency 3: a closed loop of 3 connections cannot be split over 4 loadgen workers"}},
+		{name: "loadgens", args: []string{"-loadgens", "3", "-rate", "900"}, check: func(t *testing.T, p *Plan) {
+			if p.Loadgens != 3 || Default().Loadgens != 1 {
+				t.Errorf("loadgens %d, default %d", p.Loadgens, Default().Loadgens)
+			}
+		}},
 		{name: "stray arg", args: []string{"quick"}, wantErr: []string{`unexpected argument "quick"`}},
 		{name: "placement default auto", check: func(t *testing.T, p *Plan) {
 			if p.Placement != (placement.Spec{Mode: placement.Auto}) {
@@ -154,6 +162,24 @@ func TestLoad(t *testing.T) {
 			}
 			tc.check(t, p)
 		})
+	}
+}
+
+// loadgens is a plan file's key too, and the flag wins over it.
+func TestLoadgensInPlanFile(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(f, []byte("loadgens: 3\nconcurrency: 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{[]string{"-plan", f}, 3}, {[]string{"-plan", f, "-loadgens", "2"}, 2}} {
+		p, err := Load(tc.args, time.Now(), io.Discard)
+		if err != nil || p.Loadgens != tc.want {
+			t.Errorf("%v: loadgens %v, %v; want %d", tc.args, p, err, tc.want)
+		}
 	}
 }
 

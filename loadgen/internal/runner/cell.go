@@ -70,6 +70,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	}
 	ed.record(&mc)
 	if res != nil {
+		workerRoles(mc.Contention, res.Workers)
 		mc.ScenarioData = scenarioData(c, &mc, per, pr)
 	}
 
@@ -166,6 +167,7 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 	if res.Hist != nil {
 		mc.Latency = manifest.LatencyOf(res.Hist)
 	}
+	mc.Workers = workers(res.Workers)
 }
 
 // proxyGone says whether the proxy died during the cell: its container

@@ -161,18 +161,7 @@ func (c *contention) record(self [2]selfcpu.Snapshot) *manifest.Contention {
 	window := c.at[1].Sub(c.at[0])
 	out := &manifest.Contention{WindowSeconds: window.Seconds()}
 	cpus := [][]int{c.loadgenCPUs}
-	lg := manifest.RoleContention{Role: manifest.RoleLoadgen, CPUs: cputime.FormatList(c.loadgenCPUs),
-		CPUSeconds: (self[1].CPU - self[0].CPU).Seconds(),
-		Throttling: &manifest.Throttling{Periods: self[1].Periods - self[0].Periods, ThrottledPeriods: self[1].ThrottledPeriods - self[0].ThrottledPeriods,
-			ThrottledSeconds: (self[1].Throttled - self[0].Throttled).Seconds()},
-		RunDelaySeconds: secs(self[1].RunDelay - self[0].RunDelay)}
-	if c.loadgenNote != "" {
-		lg.Unread = append(lg.Unread, c.loadgenNote)
-	}
-	if self[0].HasPressure && self[1].HasPressure {
-		lg.PressureSeconds, lg.PressureScope = secs(self[1].Pressure-self[0].Pressure), self[1].PressureScope
-	}
-	out.Roles = append(out.Roles, lg)
+	out.Roles = append(out.Roles, self[1].Role(self[0], c.loadgenCPUs, c.loadgenNote))
 	for _, r := range c.ctrs {
 		rc, ok := r.account()
 		if !ok {
@@ -196,19 +185,40 @@ func (c *contention) record(self [2]selfcpu.Snapshot) *manifest.Contention {
 			rc.Unread = append(rc.Unread, "busy and steal: "+err.Error())
 			continue
 		}
-		// The cell's other roles whose CPUs all lie inside this one's
-		// share them by design: their CPU is the cell's own work.
-		for j, o := range out.Roles {
-			if j != i && len(cpus[j]) > 0 && cputime.Subset(cpus[j], cpus[i]) {
-				rc.CoTenantSeconds += o.CPUSeconds
-				rc.CoTenants = append(rc.CoTenants, o.Role)
-			}
-		}
 		busy := t.Busy().Seconds()
 		rc.BusySeconds, rc.StealSeconds = &busy, secs(t.Steal)
-		rc.ForeignSeconds = fptr(max(0, busy-rc.CPUSeconds-rc.CoTenantSeconds))
 	}
+	attribute(out.Roles)
 	return out
+}
+
+// attribute sets every role's co-tenants and foreign time from its CPUs'
+// busy time: the other roles on the same host (Host) whose CPUs all lie
+// inside its own share them by design, their CPU is the cell's own work;
+// foreign = max(0, busy - own - co-tenants). A role whose busy time or CPUs
+// are unknown gets neither. It may be called again once more roles (the
+// loadgen workers') are added.
+func attribute(roles []manifest.RoleContention) {
+	cpus := make([][]int, len(roles))
+	for i, r := range roles {
+		if r.CPUs != "" {
+			cpus[i], _ = cputime.ParseList(r.CPUs)
+		}
+	}
+	for i := range roles {
+		rc := &roles[i]
+		if rc.BusySeconds == nil || len(cpus[i]) == 0 {
+			continue
+		}
+		rc.CoTenantSeconds, rc.CoTenants = 0, nil
+		for j, o := range roles {
+			if j != i && len(cpus[j]) > 0 && o.Host == rc.Host && cputime.Subset(cpus[j], cpus[i]) {
+				rc.CoTenantSeconds += o.CPUSeconds
+				rc.CoTenants = append(rc.CoTenants, o.Name())
+			}
+		}
+		rc.ForeignSeconds = fptr(max(0, *rc.BusySeconds-rc.CPUSeconds-rc.CoTenantSeconds))
+	}
 }
 
 // account is a container's readings over the window; ok is false when

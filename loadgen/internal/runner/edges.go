@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"proxybench/internal/cgroup"
@@ -24,12 +23,11 @@ type edges struct {
 	cont  *contention
 	log   *slog.Logger
 
-	mu   sync.Mutex  // held while an edge reads: a concurrent call waits, then skips
+	once selfcpu.Edges
 	read [2]edgeRead // start, end
 }
 
 type edgeRead struct {
-	done     bool
 	self     selfcpu.Snapshot
 	proxy    time.Duration
 	proxyErr error
@@ -57,30 +55,23 @@ func newEdges(self *selfcpu.Collector, ctr, origin *dockerx.Container, log *slog
 
 // on is the attack's Spec.OnEdge.
 func (e *edges) on(end bool, _ time.Time) {
-	i := 0
-	if end {
-		i = 1
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := &e.read[i]
-	if r.done {
-		return
-	}
-	r.done, r.self = true, e.self.Snapshot()
-	if e.proxy != nil {
-		r.proxy, r.proxyErr = e.proxy.Usage()
-	}
-	e.cont.start(i)
+	e.once.Take(end, func(i int) {
+		r := &e.read[i]
+		r.self = e.self.Snapshot()
+		if e.proxy != nil {
+			r.proxy, r.proxyErr = e.proxy.Usage()
+		}
+		e.cont.start(i)
+	})
 }
 
 // record puts the window's CPU use into the manifest cell: nothing when
 // an edge was never reached (the cell stopped before its window).
 func (e *edges) record(mc *manifest.Cell) {
-	e.mu.Lock()
-	start, end := e.read[0], e.read[1]
-	e.mu.Unlock()
-	if !start.done || !end.done {
+	var start, end edgeRead
+	both := false
+	e.once.Both(func(b bool) { both, start, end = b, e.read[0], e.read[1] })
+	if !both {
 		return
 	}
 	lg := end.self.Since(start.self)

@@ -19,9 +19,11 @@ import (
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricsserver"
+	"proxybench/internal/tlscert"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/cellmetrics"
+	"proxybench/loadgen/internal/fleet"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/progress"
 	"proxybench/loadgen/internal/routecheck"
@@ -62,6 +64,9 @@ type env struct {
 	// ceiling measures the instrument's ceiling (ceiling.Resolve); nil:
 	// the run has none (the tests' fake stacks).
 	ceiling func(context.Context, ceiling.Options) (*manifest.Ceiling, error)
+	// workers starts the loadgen workers of -loadgens N (fleet.Local, this
+	// executable, when nil).
+	workers fleet.Launcher
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, e env) int {
@@ -151,6 +156,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
 		Host: HostInfo(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter,
+	}
+	if x.Loadgens > 1 {
+		// Several loadgens as one instrument: every cell goes to the
+		// workers, each its segment of the load, merged exactly.
+		dir := e.tlsDir
+		if dir == "" {
+			dir = tlscert.DefaultDir
+		}
+		co := &fleet.Coordinator{Workers: x.Loadgens, Launcher: e.workers, CAFile: filepath.Join(dir, tlscert.CAFile), Log: log}
+		defer co.Close()
+		r.Attacker, r.Start = co, co.Start
 	}
 	if e.ceiling != nil {
 		r.Ceiling = func(ctx context.Context, open bool) (*manifest.Ceiling, error) {

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
@@ -61,7 +59,7 @@ func (r *Runner) attackMix(ctx context.Context, c plan.Cell, spec attack.Spec, p
 			firstErr = errs[i]
 		}
 	}
-	return mergeResults(results), per, firstErr
+	return attack.Merge(results...), per, firstErr
 }
 
 // joinEdges makes the variants' edges one pair: the start edge is passed on
@@ -120,61 +118,4 @@ func splitSpec(s attack.Spec, vs []scenario.Variant) []attack.Spec {
 		out[i] = x
 	}
 	return out
-}
-
-// mergeResults is the cell's account over all variants: the window spans
-// them all, counts add up, the exact histograms merge (into a copy: the
-// variants' own results stay as they are), the drain ends with the last
-// variant's and the lag p99 is the worst variant's.
-func mergeResults(rs []*attack.Result) *attack.Result {
-	var m *attack.Result
-	for _, r := range rs {
-		if r == nil {
-			continue
-		}
-		if m == nil {
-			m = &attack.Result{Start: r.Start, End: r.End,
-				Codes: map[int]int64{}, ErrorReasons: map[string]int64{},
-				LateCodes: map[int]int64{}, LateReasons: map[string]int64{}}
-		}
-		if !r.Start.IsZero() && (m.Start.IsZero() || r.Start.Before(m.Start)) {
-			m.Start = r.Start
-		}
-		if r.End.After(m.End) {
-			m.End = r.End
-		}
-		m.Requests += r.Requests
-		m.Errors += r.Errors
-		m.Bytes += r.Bytes
-		m.Scheduled += r.Scheduled
-		m.Sent += r.Sent
-		m.WrongOrigin += r.WrongOrigin
-		m.Missed += r.Missed
-		m.Capped += r.Capped
-		m.Late += r.Late
-		m.LagP99 = max(m.LagP99, r.LagP99)
-		if r.DrainEnd.After(m.DrainEnd) {
-			m.DrainEnd = r.DrainEnd
-		}
-		for k, n := range r.Codes {
-			m.Codes[k] += n
-		}
-		for k, n := range r.ErrorReasons {
-			m.ErrorReasons[k] += n
-		}
-		for k, n := range r.LateCodes {
-			m.LateCodes[k] += n
-		}
-		for k, n := range r.LateReasons {
-			m.LateReasons[k] += n
-		}
-		if r.Hist != nil {
-			if m.Hist == nil {
-				m.Hist = hdrhistogram.Import(r.Hist.Export())
-			} else {
-				m.Hist.Merge(r.Hist)
-			}
-		}
-	}
-	return m
 }

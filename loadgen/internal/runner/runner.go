@@ -107,6 +107,11 @@ type Runner struct {
 	// /metrics in a scrape that began at or after t (the metrics server's
 	// ScrapedAfter); nil: the linger is the plan's Linger in full.
 	ScrapedAfter func(t time.Time) <-chan struct{}
+	// Start, when set, is called once the loadgen is pinned to its CPUs and
+	// before anything is written: it starts the loadgen workers (package
+	// fleet), which inherit the pinning. An error ends the run before it
+	// begins.
+	Start func(ctx context.Context) error
 
 	m       *manifest.Manifest
 	dir     string
@@ -151,6 +156,11 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	placed, err := r.place(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if r.Start != nil {
+		if err := r.Start(ctx); err != nil {
+			return nil, err
+		}
 	}
 	r.dir = filepath.Join(p.Results, p.Run)
 	planJSON, err := json.MarshalIndent(p, "", "  ")

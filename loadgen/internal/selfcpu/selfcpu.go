@@ -217,6 +217,59 @@ func (s Snapshot) Since(start Snapshot) manifest.LoadgenCPU {
 	return out
 }
 
+// Role is the loadgen's role in a cell's contention from start to s: its
+// CPUs (cpus, its affinity mask; note says why they are unknown), its own
+// CPU, its cgroup's throttling, its threads' run delay and its pressure.
+// The busy, steal, co-tenant and foreign time of its CPUs are the caller's:
+// they need /proc/stat and the other roles.
+func (s Snapshot) Role(start Snapshot, cpus []int, note string) manifest.RoleContention {
+	d := s.RunDelay - start.RunDelay
+	r := manifest.RoleContention{Role: manifest.RoleLoadgen, CPUs: cputime.FormatList(cpus),
+		CPUSeconds: (s.CPU - start.CPU).Seconds(),
+		Throttling: &manifest.Throttling{Periods: s.Periods - start.Periods, ThrottledPeriods: s.ThrottledPeriods - start.ThrottledPeriods,
+			ThrottledSeconds: (s.Throttled - start.Throttled).Seconds()},
+		RunDelaySeconds: fptr(d.Seconds())}
+	if note != "" {
+		r.Unread = append(r.Unread, note)
+	}
+	if start.HasPressure && s.HasPressure {
+		r.PressureSeconds, r.PressureScope = fptr((s.Pressure - start.Pressure).Seconds()), s.PressureScope
+	}
+	return r
+}
+
+func fptr(f float64) *float64 { return &f }
+
+// Edges takes the readings of a window's two edges once each (an attack's
+// Spec.OnEdge may be called by several attacks run as one): the first call
+// of an edge reads, a concurrent one waits for it and then skips, a repeat
+// is ignored. The runner's cell edges and a loadgen worker's use it.
+type Edges struct {
+	mu   sync.Mutex
+	done [2]bool
+}
+
+// Take runs read(i) for edge i (0 the start, 1 the end) unless it ran.
+func (e *Edges) Take(end bool, read func(i int)) {
+	i := 0
+	if end {
+		i = 1
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.done[i] {
+		e.done[i] = true
+		read(i)
+	}
+}
+
+// Both runs f under the same lock, told whether both edges were taken.
+func (e *Edges) Both(f func(both bool)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f(e.done[0] && e.done[1])
+}
+
 func (c *Collector) warnOnce(key, msg string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

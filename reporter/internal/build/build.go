@@ -386,9 +386,10 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		c.SetProxyCPU(report.Num(*mc.ProxyCPUSeconds), report.ProxyCPUEdges)
 	}
 	if lg := mc.Loadgen; lg != nil {
-		mergeLoadgen(&c.LoadgenCPU, lg, c.DurationS)
+		c.LoadgenCPU.MergeEdges(lg, c.DurationS)
 	}
 	c.Contention = report.ContentionOf(mc.Contention)
+	c.Workers = mc.Workers
 	takeLate := func() {
 		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest
 	}
@@ -418,31 +419,6 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	report.Classify(c)
 	if l.Count > 0 && !c.Latency.Mean.Known() {
 		c.Latency.Mean = report.Num(l.Mean)
-	}
-}
-
-// mergeLoadgen fills from the manifest's edge readings what Prometheus
-// lacks; the process CPU read at the edges wins over the anchored increase.
-func mergeLoadgen(l *report.LoadgenCPU, m *manifest.LoadgenCPU, d report.Num) {
-	if !l.LimitCores.Known() && m.CapacityCores > 0 {
-		l.LimitCores = report.Num(m.CapacityCores)
-	}
-	if l.Source != report.LoadgenCPUEdges && d.Known() && d > 0 && m.CPUSeconds > 0 {
-		l.MeanCores, l.Source = report.Num(m.CPUSeconds)/d, report.LoadgenCPUEdges
-	}
-	have := *l
-	periods, throttled := report.Num(m.Periods), report.Num(m.ThrottledPeriods)
-	pressure := report.NaN()
-	if m.PressureSeconds != nil && m.PressureScope == "cgroup" { // the host's pressure is not the loadgen's
-		pressure = report.Num(*m.PressureSeconds)
-	}
-	l.SetShares(periods, throttled, report.Num(m.RunDelaySeconds), pressure, d)
-	// Prometheus's readings stay where it had them.
-	for _, f := range []struct{ dst, was *report.Num }{{&l.ThrottledShare, &have.ThrottledShare},
-		{&l.RunDelayShare, &have.RunDelayShare}, {&l.PressureShare, &have.PressureShare}} {
-		if f.was.Known() {
-			*f.dst = *f.was
-		}
 	}
 }
 

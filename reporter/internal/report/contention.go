@@ -15,6 +15,8 @@ import (
 type RoleContention struct {
 	Role      string `json:"role"`
 	Container string `json:"container,omitempty"`
+	Worker    *int   `json:"worker,omitempty"` // the loadgen worker this role is (manifest.RoleContention.Worker)
+	Host      string `json:"host,omitempty"`
 	CPUs      string `json:"cpus,omitempty"`
 	// ForeignShare: foreign / (w x n), the share of its CPUs' time that
 	// went to somebody else than the cell's roles.
@@ -50,7 +52,7 @@ func ContentionOf(m *manifest.Contention) []RoleContention {
 		if cpus, err := cputime.ParseList(r.CPUs); err == nil {
 			n = float64(len(cpus))
 		}
-		rc := RoleContention{Role: r.Role, Container: r.Container, CPUs: r.CPUs, PressureScope: r.PressureScope,
+		rc := RoleContention{Role: r.Role, Container: r.Container, Worker: r.Worker, Host: r.Host, CPUs: r.CPUs, PressureScope: r.PressureScope,
 			ForeignShare: per(r.ForeignSeconds, w*n), RunDelayPerS: per(r.RunDelaySeconds, w), StealShare: per(r.StealSeconds, w*n),
 			PressureShare: NaN(), ThrottledPerS: NaN(), ThreadsExited: r.ThreadsExited}
 		if r.PressureScope == manifest.PressureCgroup {
@@ -130,10 +132,10 @@ func starved(r RoleContention, th ContentionThresholds) []string {
 	return why
 }
 
-// roleName is "proxy (proxybench-nginx)".
+// roleName is "proxy (proxybench-nginx)", or "loadgen worker 2".
 func roleName(r RoleContention) string {
 	if r.Container == "" {
-		return r.Role
+		return manifest.RoleContention{Role: r.Role, Worker: r.Worker}.Name()
 	}
 	return r.Role + " (" + r.Container + ")"
 }

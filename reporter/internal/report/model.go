@@ -163,8 +163,11 @@ type Cell struct {
 	// Contention is what the loadgen, the proxy and the origin each got of
 	// their CPUs (manifest); empty without a manifest.
 	Contention []RoleContention `json:"contention,omitempty"`
-	Instrument Instrument       `json:"instrument_memory"`
-	GC         *GC              `json:"gc,omitempty"` // Go proxies only
+	// Workers is each loadgen worker's part of a cell several ran as one
+	// instrument (manifest); the cell's numbers are their merge.
+	Workers    []manifest.Worker `json:"workers,omitempty"`
+	Instrument Instrument        `json:"instrument_memory"`
+	GC         *GC               `json:"gc,omitempty"` // Go proxies only
 
 	// PrometheusGap is the evidence that Prometheus's scrapes have a hole
 	// around this window (flag prometheus_gap); nil when they cover it or
@@ -400,6 +403,32 @@ func (l *LoadgenCPU) SetShares(periods, throttled, runDelay, pressure, d Num) {
 	}
 	if pressure.Known() {
 		l.PressureShare = pressure / d
+	}
+}
+
+// MergeEdges fills from the manifest's edge readings m, over a window of d
+// seconds, what Prometheus left unknown; the process CPU read at the edges
+// wins over the anchored increase.
+func (l *LoadgenCPU) MergeEdges(m *manifest.LoadgenCPU, d Num) {
+	if !l.LimitCores.Known() && m.CapacityCores > 0 {
+		l.LimitCores = Num(m.CapacityCores)
+	}
+	if l.Source != LoadgenCPUEdges && d.Known() && d > 0 && m.CPUSeconds > 0 {
+		l.MeanCores, l.Source = Num(m.CPUSeconds)/d, LoadgenCPUEdges
+	}
+	have := *l
+	periods, throttled := Num(m.Periods), Num(m.ThrottledPeriods)
+	pressure := NaN()
+	if m.PressureSeconds != nil && m.PressureScope == manifest.PressureCgroup { // the host's pressure is not the loadgen's
+		pressure = Num(*m.PressureSeconds)
+	}
+	l.SetShares(periods, throttled, Num(m.RunDelaySeconds), pressure, d)
+	// Prometheus's readings stay where it had them.
+	for _, f := range []struct{ dst, was *Num }{{&l.ThrottledShare, &have.ThrottledShare},
+		{&l.RunDelayShare, &have.RunDelayShare}, {&l.PressureShare, &have.PressureShare}} {
+		if f.was.Known() {
+			*f.dst = *f.was
+		}
 	}
 }
 

@@ -128,6 +128,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 		}
 	}
 	judgeLoadgen(c, th, add)
+	judgeWorkers(c, th, add)
 	judgeCeiling(c, th, add)
 	judgeContention(c, th.ContentionThresholds, add)
 	if c.ErrorRatio.Known() && float64(c.ErrorRatio) > th.ErrorRatio {

@@ -1,0 +1,474 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/load"
+)
+
+// Defaults of a Coordinator.
+const (
+	// DefaultLead is how far ahead of now the start barrier is set: the
+	// cell reaches every worker and each sets up its connections before it.
+	DefaultLead = 250 * time.Millisecond
+	// clockSamples is how many round trips an offset is measured over;
+	// the one of least delay is kept (NTP's rule: its bound is tightest).
+	clockSamples = 5
+	// endGrace is how long after the window's end plus the request timeout
+	// (the longest drain) a worker may take to send its result.
+	endGrace = 5 * time.Second
+)
+
+// Coordinator runs attacks on Workers loadgen workers as one instrument.
+// It implements the runner's Attacker: Run gives worker i of N segment i
+// of the load (load.Segment; a load of fewer connections than workers goes
+// to the first of them, one connection each), measures each worker's
+// clock offset, sets one start barrier, and returns the exact merge of
+// their results with each worker's part in Result.Workers. A worker found
+// gone before an attack is started again.
+type Coordinator struct {
+	Workers  int
+	Launcher Launcher // default: Local{}
+	// CAFile is the file the CA pool of a TLS attack's spec came from
+	// (the lab CA), sent to the workers as PEM.
+	CAFile string
+	Lead   time.Duration // default DefaultLead
+	Log    *slog.Logger
+
+	client  *http.Client
+	host    string
+	mu      sync.Mutex
+	handles []*Handle
+	seq     atomic.Int64
+}
+
+func (c *Coordinator) init() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client == nil {
+		c.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute}}
+		c.host, _ = os.Hostname()
+		if c.Log == nil {
+			c.Log = slog.New(slog.DiscardHandler)
+		}
+		if c.Launcher == nil {
+			c.Launcher = Local{Log: c.Log}
+		}
+		if c.Lead <= 0 {
+			c.Lead = DefaultLead
+		}
+		c.handles = make([]*Handle, max(1, c.Workers))
+	}
+}
+
+// Start starts every worker that is not running.
+func (c *Coordinator) Start(ctx context.Context) error {
+	_, err := c.ensure(ctx)
+	return err
+}
+
+func (c *Coordinator) ensure(ctx context.Context) ([]*Handle, error) {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, h := range c.handles {
+		if h != nil {
+			gone, how := h.Gone()
+			if !gone {
+				continue
+			}
+			c.Log.Warn("a loadgen worker was gone: starting it again", "worker", i, "pid", h.Pid, "how", how)
+		}
+		nh, err := c.Launcher.Launch(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		c.handles[i] = nh
+		c.Log.Debug("loadgen worker up", "worker", i, "pid", nh.Pid, "addr", nh.Addr)
+	}
+	return slices.Clone(c.handles), nil
+}
+
+// Handles are the workers as last started (nil before Start).
+func (c *Coordinator) Handles() []*Handle {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.handles)
+}
+
+// Close ends every worker.
+func (c *Coordinator) Close() {
+	c.init()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, h := range c.handles {
+		if h != nil && h.Stop != nil {
+			h.Stop()
+		}
+		c.handles[i] = nil
+	}
+}
+
+// worker is one worker's attack in a Run.
+type worker struct {
+	h             *Handle
+	seg           load.Segment
+	conns         int
+	rate          float64
+	offset, bound time.Duration
+
+	mu       sync.Mutex
+	progress *attack.Progress
+	end      *End
+	failed   string // why it failed, "" = it sent its end
+}
+
+// Run implements the runner's Attacker.
+func (c *Coordinator) Run(ctx context.Context, s attack.Spec, progress func(attack.Progress)) (*attack.Result, error) {
+	if s.Load == nil {
+		return nil, errors.New("fleet: spec Load is empty")
+	}
+	// A load of fewer connections than workers (a traffic mix's small
+	// variant, HTTP/2's connections of many streams) goes to as many
+	// workers as it has connections.
+	n := max(1, min(c.Workers, load.MaxSegments(s.Load)))
+	ws := make([]*worker, n)
+	for i := range ws {
+		seg := load.Segment{Index: i, Count: n}
+		m, err := seg.Of(s.Load)
+		if err != nil {
+			return nil, fmt.Errorf("%d loadgen workers: %w", n, err)
+		}
+		ws[i] = &worker{seg: seg}
+		ws[i].conns, ws[i].rate = m.Summary()
+	}
+	wire, err := SpecOf(s, c.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	handles, err := c.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.offsets(ctx, ws, handles); err != nil {
+		return nil, err
+	}
+	var lead time.Duration
+	for _, w := range ws {
+		lead = max(lead, 6*w.bound) // three round trips: the cell's, its answer's, a margin
+	}
+	barrier := time.Now().Add(max(c.Lead, lead))
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), barrier.Add(s.Load.Window()+timeout+endGrace))
+	defer cancel()
+	id := fmt.Sprintf("%d.%d", os.Getpid(), c.seq.Add(1))
+
+	var wg sync.WaitGroup
+	allDone := make(chan struct{})
+	for _, w := range ws {
+		wg.Go(func() { c.stream(wctx, id, barrier, wire, w) })
+	}
+	go func() { wg.Wait(); close(allDone) }()
+	edgesDone := make(chan struct{})
+	go func() { defer close(edgesDone); edges(ctx, s.OnEdge, barrier, s.Load.Window(), allDone) }()
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() { defer close(progressDone); report(ws, progress, stopProgress) }()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		c.cancel(id, ws) // the workers end their windows now and send what they have
+		<-allDone
+	}
+	<-edgesDone
+	close(stopProgress)
+	<-progressDone
+	return c.result(ctx, ws, barrier)
+}
+
+// offsets measures every worker's clock offset at once.
+func (c *Coordinator) offsets(ctx context.Context, ws []*worker, hs []*Handle) error {
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		w.h = hs[i]
+		wg.Go(func() {
+			var err error
+			w.offset, w.bound, err = c.clock(ctx, w.h.Addr)
+			if err != nil {
+				errs[i] = fmt.Errorf("loadgen worker %d (pid %d) does not answer: %w", i, w.h.Pid, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// clock measures a worker's offset (its clock minus ours), NTP-style: we
+// send at t0, it reads its clock t1, we receive at t2; offset = t1 -
+// (t0+t2)/2, off by at most half the round trip, the bound returned. Of
+// several round trips the one of least delay is kept.
+func (c *Coordinator) clock(ctx context.Context, addr string) (offset, bound time.Duration, err error) {
+	best := time.Duration(math.MaxInt64)
+	for range clockSamples {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+addr+PathClock, nil)
+		t0 := time.Now()
+		resp, err := c.client.Do(req)
+		if err != nil {
+			cancel()
+			return 0, 0, err
+		}
+		var ck Clock
+		err = json.NewDecoder(resp.Body).Decode(&ck)
+		resp.Body.Close()
+		rtt := time.Since(t0) // monotonic
+		cancel()
+		if err != nil {
+			return 0, 0, fmt.Errorf("its clock: %w", err)
+		}
+		if rtt < best {
+			best = rtt
+			offset = time.Duration(ck.UnixNano - (t0.UnixNano() + rtt.Nanoseconds()/2))
+		}
+	}
+	return offset, best / 2, nil
+}
+
+// stream sends worker w its cell and reads its progress and its end.
+func (c *Coordinator) stream(ctx context.Context, id string, barrier time.Time, spec Spec, w *worker) {
+	body, err := json.Marshal(CellRequest{ID: id, Segment: w.seg, Barrier: barrier.Add(w.offset), Spec: spec})
+	if err != nil {
+		w.fail(err.Error())
+		return
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+w.h.Addr+PathCell, bytes.NewReader(body))
+	resp, err := c.client.Do(req)
+	if err != nil {
+		w.fail(c.lost(ctx, w, "could not be given the cell", err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		w.fail(fmt.Sprintf("loadgen worker %d (pid %d) refused the cell: %s", w.seg.Index, w.h.Pid, strings.TrimSpace(string(b))))
+		return
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var m Message
+		if err := dec.Decode(&m); err != nil {
+			w.fail(c.lost(ctx, w, "mid-cell", err))
+			return
+		}
+		w.mu.Lock()
+		if m.Progress != nil {
+			w.progress = m.Progress
+		}
+		if m.End != nil {
+			w.end = m.End
+		}
+		w.mu.Unlock()
+		if m.End != nil {
+			return
+		}
+	}
+}
+
+func (w *worker) fail(why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failed = why
+}
+
+// lost says what happened to a worker whose stream broke: it died (its
+// process is gone), went silent past the deadline, or its connection broke.
+func (c *Coordinator) lost(ctx context.Context, w *worker, when string, err error) string {
+	name := fmt.Sprintf("loadgen worker %d (pid %d)", w.seg.Index, w.h.Pid)
+	if w.h.Exited != nil {
+		select {
+		case <-w.h.Exited:
+			return fmt.Sprintf("%s died %s (%s)", name, when, w.h.Exit())
+		case <-time.After(time.Second): // the process may take a moment to be reaped
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Sprintf("%s sent no result by %s, the window's end plus the request timeout and %s: it is unresponsive", name,
+			deadline(ctx).Format("15:04:05.000"), endGrace)
+	}
+	return fmt.Sprintf("%s: its connection broke %s: %v", name, when, err)
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// cancel asks every worker to end attack id now (Ctrl-C): each ends its
+// window and sends what it measured.
+func (c *Coordinator) cancel(id string, ws []*worker) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+w.h.Addr+PathCancel+"?id="+id, nil)
+			if resp, err := c.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// edges calls on at the window's edges on our clock: the start at the
+// barrier, the end at the planned end, or both at once when ctx ends first;
+// the end comes early when every worker has already returned.
+func edges(ctx context.Context, on func(end bool, at time.Time), barrier time.Time, window time.Duration, allDone <-chan struct{}) {
+	if on == nil {
+		return
+	}
+	wait := func(until time.Time) bool {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+		case <-allDone:
+		}
+		return false
+	}
+	if !wait(barrier) {
+		now := time.Now()
+		on(false, now)
+		on(true, now)
+		return
+	}
+	on(false, barrier)
+	end := barrier.Add(window)
+	if !wait(end) {
+		end = time.Now()
+	}
+	on(true, end)
+}
+
+// report passes on the workers' progress about once a second, summed: the
+// counts, rates and in-flight add up; the p99 is the worst worker's.
+func report(ws []*worker, progress func(attack.Progress), stop <-chan struct{}) {
+	if progress == nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		var sum attack.Progress
+		seen := false
+		for _, w := range ws {
+			w.mu.Lock()
+			if p := w.progress; p != nil {
+				seen = true
+				sum.Elapsed = max(sum.Elapsed, p.Elapsed)
+				sum.Requests += p.Requests
+				sum.Errors += p.Errors
+				sum.RPS += p.RPS
+				sum.P99 = max(sum.P99, p.P99)
+				sum.InFlight += p.InFlight
+			}
+			w.mu.Unlock()
+		}
+		if seen {
+			progress(sum)
+		}
+	}
+}
+
+// result is the exact merge of the workers' results, each worker's part
+// kept, their times on our clock. A worker that failed fails the attack,
+// named with what happened; the others' data are kept.
+func (c *Coordinator) result(ctx context.Context, ws []*worker, barrier time.Time) (*attack.Result, error) {
+	parts := make([]*attack.Result, 0, len(ws))
+	out := make([]attack.WorkerResult, len(ws))
+	var why []string
+	for i, w := range ws {
+		w.mu.Lock()
+		end, failed := w.end, w.failed
+		w.mu.Unlock()
+		wr := attack.WorkerResult{Index: i, Host: w.h.Host, Pid: w.h.Pid, Concurrency: w.conns, Rate: w.rate,
+			Offset: w.offset, OffsetBound: w.bound, Err: failed}
+		if end != nil {
+			res, err := end.Result.Decode()
+			switch {
+			case err != nil:
+				wr.Err = fmt.Sprintf("loadgen worker %d (pid %d) sent a result that does not decode: %v", i, w.h.Pid, err)
+			case res != nil:
+				onOurClock(res, w.offset)
+				if !res.Start.IsZero() {
+					wr.Skew = res.Start.Sub(barrier)
+				}
+				wr.Result = res
+				parts = append(parts, res)
+			}
+			if end.Error != "" && !(ctx.Err() != nil && end.Error == context.Canceled.Error()) && wr.Err == "" {
+				wr.Err = fmt.Sprintf("loadgen worker %d (pid %d): %s", i, w.h.Pid, end.Error)
+			}
+			wr.Loadgen, wr.CPU = end.Loadgen, end.CPU
+			if wr.CPU != nil {
+				wr.CPU.Worker = &wr.Index
+				if w.h.Host != c.host {
+					wr.CPU.Host = w.h.Host
+				}
+			}
+		}
+		if wr.Err != "" {
+			why = append(why, wr.Err)
+		}
+		out[i] = wr
+	}
+	merged := attack.Merge(parts...)
+	if merged == nil {
+		merged = &attack.Result{Start: barrier, End: barrier, Codes: map[int]int64{}, ErrorReasons: map[string]int64{},
+			LateCodes: map[int]int64{}, LateReasons: map[string]int64{}}
+	}
+	merged.Workers = out
+	switch {
+	case len(why) > 0:
+		return merged, fmt.Errorf("%s; the data of %d of the %d workers are kept", strings.Join(why, "; "), len(parts), len(ws))
+	case ctx.Err() != nil:
+		return merged, ctx.Err()
+	}
+	return merged, nil
+}
+
+// onOurClock moves a worker's times to the coordinator's clock.
+func onOurClock(r *attack.Result, offset time.Duration) {
+	for _, t := range []*time.Time{&r.Start, &r.End, &r.DrainEnd} {
+		if !t.IsZero() {
+			*t = t.Add(-offset)
+		}
+	}
+}
