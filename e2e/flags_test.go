@@ -389,8 +389,8 @@ func TestFlagUnexpectedStatus(t *testing.T) {
 			if tc.name == "404s" {
 				proxies = "nginx,custom" // the honest proxy beside it, for the winners table
 			}
-			cells := runCells(t, results, "st-"+tc.name, nil, "-tier", "4s", "-proxies", proxies, "-origins", "fast", "-concurrency", "20", "-isolate=false")
-			c := cell(t, cells, "custom.fast.simple.4s.r1")
+			cells := runCells(t, results, "st-"+tc.name, nil, "-tier", "3s", "-proxies", proxies, "-origins", "fast", "-concurrency", "20", "-isolate=false")
+			c := cell(t, cells, "custom.fast.simple.3s.r1")
 			for _, f := range tc.fire {
 				mustFire(t, c, f, "invalid")
 			}
@@ -404,7 +404,7 @@ func TestFlagUnexpectedStatus(t *testing.T) {
 			if tc.name != "404s" {
 				return
 			}
-			honest := cell(t, cells, "nginx.fast.simple.4s.r1")
+			honest := cell(t, cells, "nginx.fast.simple.3s.r1")
 			mustStayQuiet(t, honest, "unexpected_status", "errors", "misrouted")
 			if c.Goodput == nil || c.RPS == nil || *c.Goodput > 0.75**c.RPS {
 				t.Errorf("custom: goodput %v of %v req/s: want the 404s left out of goodput", c.Goodput, c.RPS)
@@ -660,7 +660,7 @@ func (sm *sampler) at(t *testing.T, ts time.Time) (v float64, ok bool) {
 // TestProxyCPUMatchesCgroup checks the reported proxy CPU against the
 // proxy container's cgroup counter read by this test every 2 ms, on 5 s
 // cells at different loads and phases (idle before the window, a warm-up
-// right before it, open and closed loop) and on a 30 s cell: within 3 % or
+// right before it, open and closed loop) and on a 15 s cell: within 3 % or
 // 0.02 cores.
 func TestProxyCPUMatchesCgroup(t *testing.T) {
 	results := t.TempDir()
@@ -675,7 +675,7 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 		{"cpu5c", []string{"-tier", "5s", "-rate", "3000", "-concurrency", "50"}},
 	}
 	if os.Getenv("PROXYBENCH_E2E_SHORT") == "" {
-		runs = append(runs, run{"cpu30", []string{"-tier", "30s", "-concurrency", "20", "-warmup", "3s"}})
+		runs = append(runs, run{"cpu15", []string{"-tier", "15s", "-concurrency", "20", "-warmup", "3s"}})
 	}
 	all := map[string]flagCell{}
 	for i, r := range runs {

@@ -215,11 +215,11 @@ func TestPrometheusOutageMidRun(t *testing.T) {
 	prom := promURL()
 	results := t.TempDir()
 	run := "promgap-" + time.Now().UTC().Format("150405")
-	cmd, lines := startRun(t, ctx, results, run, "-tier", "5s", "-repeats", "6", "-control=false", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")
+	cmd, lines := startRun(t, ctx, results, run, "-tier", "4s", "-repeats", "6", "-control=false", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")
 	waitLine(t, lines, "cell end", time.Minute) // r1 ended
 	down := time.Now()
 	docker(t, "stop", "-t", "1", "proxybench-prometheus")
-	waitLine(t, lines, "cell=nginx.fast.simple.5s.r2", 30*time.Second)
+	waitLine(t, lines, "cell=nginx.fast.simple.4s.r2", 30*time.Second)
 	docker(t, "start", "proxybench-prometheus")
 	// Back is its first scrape of the loadgen, which comes a few seconds
 	// after ready (the scrape manager applies targets every 5 s).

@@ -152,6 +152,7 @@ func dockerGCLines(t *testing.T, cli *dockerx.Client, ctr dockerx.Container, sin
 // container's life, keeps the check exact when an earlier test restarted
 // the proxy (its counter spans processes; a process's log does not).
 func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
+	t.Parallel() // beside TestE2EStatsMatchDockerStats: both sides of each comparison see the same load
 	exp, targets, cli := e2eConfig(t)
 	for _, tg := range targets {
 		t.Run(tg.container, func(t *testing.T) {
@@ -198,6 +199,7 @@ func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
 // over a 20 s loaded window with the engine's own stats, and memory (the
 // proxies side by side).
 func TestE2EStatsMatchDockerStats(t *testing.T) {
+	t.Parallel()
 	exp, targets, cli := e2eConfig(t)
 	for _, tg := range targets {
 		t.Run(tg.container, func(t *testing.T) {

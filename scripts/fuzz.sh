@@ -3,7 +3,7 @@
 # finding every fuzz target of the repository (`go test -list '^Fuzz'` per
 # package, so a new FuzzXxx is picked up with no edit here) and fuzzing each
 # one, `go test -run '^$' -fuzz '^Name$' -fuzztime=<share>`, for a share of
-# one total budget, so that the whole pass stays under 2 minutes on a warm
+# one total budget, so that the whole pass stays under a minute on a warm
 # build cache on 2 cores. Two targets run at a time with one fuzzing worker
 # each: one target's go command, link and start-up (about 1.5 s, longer
 # than a short fuzz) then overlap the other's fuzzing. Before each target
@@ -13,7 +13,7 @@
 # failing input was written, <package>/testdata/fuzz/<Name>/<hash>: keep
 # that file, it is the regression seed of the fix.
 #
-#   FUZZ_BUDGET=75       seconds for the whole pass, discovery included
+#   FUZZ_BUDGET=45       seconds for the whole pass, discovery included
 #   FUZZTIME=3s          a fixed -fuzztime per target instead of the share
 #   FUZZ_JOBS=2          targets fuzzed at once
 #   FUZZ_PARALLEL=1      fuzzing workers per target (-parallel)
@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=-buildvcs=false GOWORK=off
 
-budget=${FUZZ_BUDGET:-75}
+budget=${FUZZ_BUDGET:-45}
 jobs=${FUZZ_JOBS:-2}
 parallel=${FUZZ_PARALLEL:-1}
 minimize=${FUZZ_MINIMIZE:-1s}

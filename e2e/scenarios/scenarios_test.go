@@ -151,7 +151,7 @@ func TestSlow(t *testing.T) {
 // TestPayload: every 2xx carries the full body and bytes/s is body size x
 // 2xx/s.
 func TestPayload(t *testing.T) {
-	m := run(t, "-tier", "2s", "-proxies", "nginx,haproxy,traefik,caddy", "-scenarios", "payload", "-concurrency", "10")
+	m := run(t, "-tier", "1s", "-proxies", "nginx,haproxy,traefik,caddy", "-scenarios", "payload", "-concurrency", "10")
 	ran, skipped := cells(t, m)
 	for _, sc := range []string{"payload-1k", "payload-64k", "payload-1m", "upload-64k"} {
 		for proxy, c := range byScenario(t, ran, skipped, sc) {
