@@ -156,7 +156,8 @@ func tlsCostTable(r *report.Report) (Table, bool) {
 			"full handshakes/s", "proxy cores", "full handshakes/s per core"},
 		Right: []bool{false, false, true, true, true, true, true, true, true, true},
 		Notes: []string{"CPU per request = the proxy's mean CPU (cores) / its requests per second, the median over the repeats not invalid; " +
-			"cleartext is scenario simple and TLS scenario tls: the same keep-alive HTTP/1.1 cells (same concurrency and rate), only TLS differs. " +
+			"cleartext is scenario simple and TLS scenario tls: the same keep-alive HTTP/1.1 cells, only TLS differs, compared at one rate " +
+			fmt.Sprintf("(an open loop's target rate, or closed-loop rates within %.0f %% of each other; else the overhead is – with the reason below). ", 100*report.SameRateTolerance) +
 			"Full handshakes: scenario tls-handshake-full, a new TLS connection per request without resumption (requests/s = handshakes/s), " +
 			"divided by the proxy CPU cores it used meanwhile."}}
 	micro := func(v report.Num) string { return fmtNum(v*1e6, 1) }

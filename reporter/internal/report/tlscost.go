@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"proxybench/internal/scenario"
@@ -27,9 +28,11 @@ type TLSCost struct {
 	Overhead Num `json:"tls_overhead"`
 	ClearRPS Num `json:"cleartext_rps"`
 	TLSRPS   Num `json:"tls_rps"`
-	// Comparable says the simple and tls cells had the same load
-	// (concurrency, target rate: 0 = closed loop); when not, Note says how they differ and the
-	// overhead is unknown.
+	// Comparable says the simple and tls cells ran at the same rate: the
+	// same load (concurrency, target rate), and in closed loop achieved
+	// rates within SameRateTolerance of each other (CPU per request
+	// depends on the rate: batching, wake-ups); when not, Note says how
+	// they differ and the overhead is unknown.
 	Comparable bool   `json:"comparable"`
 	Note       string `json:"note,omitempty"`
 
@@ -65,6 +68,9 @@ func BuildTLSCost(cells []Cell) []TLSCost {
 			t.Note = "no simple cells to compare the tls cells with"
 		default:
 			t.Note = sameShape(clear, tls)
+			if t.Note == "" && clear[0].TargetRateRPS == 0 {
+				t.Note = sameRate(t.ClearRPS, t.TLSRPS)
+			}
 			t.Comparable = t.Note == ""
 		}
 		if t.Comparable {
@@ -145,6 +151,24 @@ func sameShape(a, b []*Cell) string {
 			return fmt.Sprintf("not comparable: %s has concurrency %d, rate %s; %s has concurrency %d, rate %s",
 				ref.ID, ref.Concurrency, rateText(ref.TargetRateRPS), c.ID, c.Concurrency, rateText(c.TargetRateRPS))
 		}
+	}
+	return ""
+}
+
+// SameRateTolerance is how far apart the closed-loop cleartext and TLS
+// rates may be for their CPU per request to be compared.
+const SameRateTolerance = 0.10
+
+// sameRate is "" when the closed loop's cleartext and TLS medians are
+// within SameRateTolerance, else how far apart they are and how to get one
+// rate.
+func sameRate(clear, tls Num) string {
+	if !clear.Known() || !tls.Known() || clear <= 0 {
+		return "not comparable: a rate is unknown"
+	}
+	if d := float64(tls/clear) - 1; math.Abs(d) > SameRateTolerance {
+		return fmt.Sprintf("not comparable: closed loop at different rates, TLS %.0f req/s against cleartext %.0f (%+.0f %%, more than %.0f %%): per-request CPU differs with the rate; run both at one open-loop rate (RATE=)",
+			float64(tls), float64(clear), 100*d, 100*SameRateTolerance)
 	}
 	return ""
 }
