@@ -228,7 +228,12 @@ func mustWrite(t *testing.T, path, v string) {
 func TestFlagLoadgenBound(t *testing.T) {
 	results := t.TempDir()
 	id := "nginx.fast.simple.5s.r1"
-	free := cell(t, runCells(t, results, "lgfree", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false"), id)
+	// The unthrottled control: the quick bench's nginx → fast cell (the
+	// same 20 connections) when make test-e2e ran it, else one of our own.
+	free, ok := quickBenchCell(t, "nginx.fast.simple.4s.r1")
+	if !ok {
+		free = cell(t, runCells(t, results, "lgfree", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false"), id)
+	}
 	starved := cell(t, runCells(t, results, "lgquota", cpuQuota(t, 0.1), "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false"), id)
 	mustFire(t, starved, "loadgen_bound", "invalid", "of 0.1 cores")
 	// Unthrottled, the loadgen has its 2 cores: nothing says it ran out of
@@ -255,6 +260,23 @@ func TestFlagLoadgenBound(t *testing.T) {
 		t.Errorf("the quota did not starve the loadgen: %.0f req/s vs %.0f unthrottled", *starved.RPS, *free.RPS)
 	}
 	t.Logf("unthrottled %.0f req/s (%s), quota 0.1: %.0f req/s (%s)", deref(free.RPS), free.Validity.Verdict, deref(starved.RPS), starved.flags())
+}
+
+// quickBenchCell is the cell id of the quick bench scripts/e2e.sh ran
+// (PROXYBENCH_RUN_DIR), ok false when there is none.
+func quickBenchCell(t *testing.T, id string) (flagCell, bool) {
+	t.Helper()
+	dir := os.Getenv("PROXYBENCH_RUN_DIR")
+	if dir == "" {
+		return flagCell{}, false
+	}
+	for _, c := range readCells[flagCell](t, filepath.Dir(dir), filepath.Base(dir)) {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	t.Fatalf("the quick bench in %s has no cell %s", dir, id)
+	return flagCell{}, false
 }
 
 func deref(p *float64) float64 {
@@ -679,7 +701,7 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 	}
 	all := map[string]flagCell{}
 	for i, r := range runs {
-		time.Sleep(time.Duration(300+700*i) * time.Millisecond) // idle time differs between runs
+		time.Sleep(time.Duration(200+400*i) * time.Millisecond) // idle time differs between runs
 		args := append([]string{"-proxies", "nginx", "-origins", "fast", "-isolate=false"}, r.args...)
 		for id, c := range runCells(t, results, r.id, nil, args...) {
 			all[r.id+"/"+id] = c
@@ -720,9 +742,9 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 // stop is the control.
 func TestFlagLittlesLaw(t *testing.T) {
 	results := t.TempDir()
-	args := []string{"-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-scenarios", "slow", "-slow-delay", "20ms",
+	args := []string{"-tier", "4s", "-proxies", "nginx", "-origins", "fast", "-scenarios", "slow", "-slow-delay", "20ms",
 		"-rate", "500", "-concurrency", "100", "-isolate=false"}
-	id := "nginx.fast.slow.5s.r1"
+	id := "nginx.fast.slow.4s.r1"
 	ctl := cell(t, runCells(t, results, "little-ok", nil, args...), id)
 	mustStayQuiet(t, ctl, "littles_law")
 

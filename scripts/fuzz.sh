@@ -13,7 +13,7 @@
 # failing input was written, <package>/testdata/fuzz/<Name>/<hash>: keep
 # that file, it is the regression seed of the fix.
 #
-#   FUZZ_BUDGET=45       seconds for the whole pass, discovery included
+#   FUZZ_BUDGET=30       seconds for the whole pass, discovery included
 #   FUZZTIME=3s          a fixed -fuzztime per target instead of the share
 #   FUZZ_JOBS=2          targets fuzzed at once
 #   FUZZ_PARALLEL=1      fuzzing workers per target (-parallel)
@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=-buildvcs=false GOWORK=off
 
-budget=${FUZZ_BUDGET:-45}
+budget=${FUZZ_BUDGET:-30}
 jobs=${FUZZ_JOBS:-2}
 parallel=${FUZZ_PARALLEL:-1}
 minimize=${FUZZ_MINIMIZE:-1s}

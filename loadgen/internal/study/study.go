@@ -28,7 +28,7 @@ import (
 
 // Scales.
 const (
-	ScaleTiny = "tiny" // seconds per sample, 2 repeats: `make test` checks the mechanics
+	ScaleTiny = "tiny" // seconds per sample, 1-2 repeats: `make test` checks the mechanics
 	ScaleFull = "full" // the study as the README reports it
 )
 
