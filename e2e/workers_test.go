@@ -66,6 +66,11 @@ func TestThreeLoadgensServerSide(t *testing.T) {
 		t.Errorf("the loadgen waited for Prometheus in vain:\n%s", out)
 	}
 	took := time.Since(began)
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "Prometheus scraped the loadgen workers") || strings.Contains(l, "final values scraped") {
+			t.Log(l)
+		}
+	}
 	reportCells(t, results, run)
 	got := readCells[workersCell](t, results, run)
 	man, err := manifest.Read(filepath.Join(results, run, "manifest.json"))

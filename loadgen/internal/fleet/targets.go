@@ -20,9 +20,10 @@ import (
 // DiscoveryWait bounds the wait for Prometheus's first scrape of a worker
 // whose target was just written. Prometheus applies a changed file_sd file
 // in steps: inotify wakes the file discovery at once; the discovery
-// manager passes the change on after a backoff that starts at 100 ms and
-// grows to 5 s only while changes keep coming (discovery/manager.go,
-// updatert); the scrape manager applies it on its next reload tick
+// manager passes the change on within about 100 ms when it sent nothing
+// for 5 s, else after up to 5 s (its backoff grows after every update it
+// sends; discovery/manager.go, sender and updatert); the scrape manager
+// applies it on its next reload tick
 // (--scrape.discovery-reload-interval: 5 s by default, 1 s in the lab's
 // compose file; scrape/manager.go, reloader); and a new target's first
 // scrape falls within one scrape interval (its offset). 5 + 5 + 1 s at
