@@ -11,4 +11,11 @@ import "time"
 const (
 	MarginBefore = time.Second
 	MarginAfter  = 1500 * time.Millisecond
+	// AfterFirstScrape is how long after Prometheus's first scrape of a
+	// process that sends traffic (the loadgen, each loadgen worker) its
+	// first window may start at the earliest: the counting baseline, 1 s
+	// before the window, then falls after that scrape (and after the
+	// staleness markers it writes for the series a previous process left
+	// under the same labels), with a fifth of a second to spare.
+	AfterFirstScrape = 1200 * time.Millisecond
 )

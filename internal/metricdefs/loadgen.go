@@ -56,6 +56,8 @@ var (
 		Help: "CPU time the proxy container used over the cell's window: its cgroup CPU usage read at the window's two edges, end minus start. Absent when the cgroup could not be read."})
 	CellLoadgenCPU = def(Def{Name: "proxybench_cell_loadgen_cpu_seconds", Type: Gauge, Owner: Loadgen, Labels: with(CellLabels),
 		Help: "CPU time (user + system) the loadgen process used over the cell's window, read at the window's two edges, end minus start."})
+	CellLoadgenWorkers = def(Def{Name: "proxybench_cell_loadgen_workers", Type: Gauge, Owner: Loadgen, Labels: with(CellLabels),
+		Help: "Loadgen worker processes that sent the cell's load as one instrument (loadgen run -loadgens N), their series labelled worker 0 to N-1; absent when the loadgen sent it alone. Present once the cell has ended."})
 )
 
 // The loadgen's account of its own CPU (loadgen/internal/selfcpu).

@@ -86,3 +86,15 @@ func names[T any](xs []T, f func(T) string) []string {
 	}
 	return out
 }
+
+// How Prometheus finds the loadgen workers of `loadgen run -loadgens N`
+// (their ports change every run): the coordinator writes their addresses
+// into WorkerTargetsFile in WorkerTargetsDir (relative to the repository
+// root; compose mounts the directory at /etc/prometheus/targets, and both
+// scrape configs read targets/*.json there with file_sd under job
+// WorkerJob) while they run.
+const (
+	WorkerJob         = "loadgen_worker"
+	WorkerTargetsDir  = "prometheus/targets"
+	WorkerTargetsFile = "loadgen-workers.json"
+)

@@ -25,7 +25,8 @@ type Config struct {
 	ScrapeConfigs []Job    `yaml:"scrape_configs"`
 }
 
-// Job is one scrape job with static targets.
+// Job is one scrape job: static targets, or targets files (file_sd) and
+// the relabelling of their addresses.
 type Job struct {
 	Name          string `yaml:"job_name"`
 	MetricsPath   string `yaml:"metrics_path"`
@@ -33,6 +34,28 @@ type Job struct {
 		Targets []string          `yaml:"targets"`
 		Labels  map[string]string `yaml:"labels"`
 	} `yaml:"static_configs"`
+	FileSDConfigs []struct {
+		Files []string `yaml:"files"`
+	} `yaml:"file_sd_configs"`
+	RelabelConfigs []Relabel `yaml:"relabel_configs"`
+}
+
+// Relabel is one relabel_configs rule.
+type Relabel struct {
+	SourceLabels []string `yaml:"source_labels"`
+	Regex        string   `yaml:"regex"`
+	TargetLabel  string   `yaml:"target_label"`
+	Replacement  string   `yaml:"replacement"`
+}
+
+// Job finds a job by name.
+func (c Config) Job(name string) (Job, bool) {
+	for _, j := range c.ScrapeConfigs {
+		if j.Name == name {
+			return j, true
+		}
+	}
+	return Job{}, false
 }
 
 // Load reads one Prometheus configuration file.

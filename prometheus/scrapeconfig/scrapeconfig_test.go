@@ -2,9 +2,16 @@ package scrapeconfig
 
 import (
 	"net/url"
+	"os"
+	"path"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"proxybench/internal/stack"
 )
@@ -19,7 +26,7 @@ func load(t *testing.T, name string) Config {
 }
 
 // The jobs every dashboard and the reporter rely on (design-notes).
-var wantJobs = []string{"loadgen", "exporter", "traefik", "caddy", "haproxy", "prometheus"}
+var wantJobs = []string{"loadgen", stack.WorkerJob, "exporter", "traefik", "caddy", "haproxy", "prometheus"}
 
 func TestHostAndBridgeConfigsAgreeOnEverythingButAddresses(t *testing.T) {
 	t.Parallel()
@@ -96,3 +103,70 @@ func TestHostTargetsAreTheStackPorts(t *testing.T) {
 		}
 	}
 }
+
+// The loadgen workers' job reads, in both configs, the targets file the
+// loadgen writes (stack.WorkerTargetsFile) from the directory compose
+// mounts there (stack.WorkerTargetsDir, the directory: file_sd must see the
+// rename that replaces the file); on the bridge network their addresses
+// become the host's, as the loadgen's own target is. Both compose variants
+// run Prometheus with the short discovery reload interval the loadgen's
+// wait for the workers' first scrape counts on.
+func TestWorkerTargetsAreWhereTheLoadgenWritesThem(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		host   string // the address relabelling makes of the workers' ("" = none)
+		config Config
+	}{{"prometheus.yml", "", load(t, "prometheus.yml")}, {"prometheus.bridge.yml", "host.docker.internal", load(t, "prometheus.bridge.yml")}} {
+		j, ok := c.config.Job(stack.WorkerJob)
+		if !ok || len(j.StaticConfigs) != 0 || len(j.FileSDConfigs) != 1 || len(j.FileSDConfigs[0].Files) != 1 {
+			t.Errorf("%s: job %s %+v: want one file_sd glob and no static targets", c.name, stack.WorkerJob, j)
+			continue
+		}
+		glob := j.FileSDConfigs[0].Files[0]
+		if m, err := filepath.Match(glob, path.Join(mountedTargets, stack.WorkerTargetsFile)); err != nil || !m || path.Dir(glob) != mountedTargets {
+			t.Errorf("%s: file_sd %q does not read %s in %s (relative to /etc/prometheus)", c.name, glob, stack.WorkerTargetsFile, mountedTargets)
+		}
+		var got string
+		for _, r := range j.RelabelConfigs {
+			if r.TargetLabel == "__address__" && len(r.SourceLabels) == 1 && r.SourceLabels[0] == "__address__" {
+				got = r.Replacement
+				if re, err := regexp.Compile("^(?:" + r.Regex + ")$"); err != nil || re.ReplaceAllString("127.0.0.1:41234", r.Replacement) != c.host+":41234" {
+					t.Errorf("%s: relabel %+v does not make 127.0.0.1:41234 %s:41234", c.name, r, c.host)
+				}
+			}
+		}
+		if (got == "") != (c.host == "") {
+			t.Errorf("%s: address relabelling %q, want the workers at %q", c.name, got, c.host)
+		}
+	}
+	for _, f := range []string{"../../compose/docker-compose.yml", "../../compose/docker-compose.hostnet.yml"} {
+		var compose struct {
+			Services map[string]struct {
+				Command []string `yaml:"command"`
+				Volumes []string `yaml:"volumes"`
+			} `yaml:"services"`
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(raw, &compose); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		p := compose.Services["prometheus"]
+		if !slices.Contains(p.Command, "--scrape.discovery-reload-interval=1s") {
+			t.Errorf("%s: prometheus runs %v, without --scrape.discovery-reload-interval=1s", f, p.Command)
+		}
+		if strings.HasSuffix(f, "docker-compose.yml") {
+			want := "../" + stack.WorkerTargetsDir + ":/etc/prometheus/" + mountedTargets + ":ro"
+			if !slices.Contains(p.Volumes, want) {
+				t.Errorf("%s: prometheus mounts %v, not %s", f, p.Volumes, want)
+			}
+		}
+	}
+}
+
+// mountedTargets is where the Prometheus container sees the workers'
+// targets directory, relative to its config file.
+const mountedTargets = "targets"

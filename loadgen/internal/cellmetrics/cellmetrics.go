@@ -28,6 +28,7 @@ func (c Cell) values() []string { return append([]string{c.Run}, c.LabelValues()
 type Metrics struct {
 	start, end, concurrency, rate, failed *prometheus.GaugeVec
 	drainEnd, proxyCPU, loadgenCPU        *prometheus.GaugeVec
+	workers                               *prometheus.GaugeVec
 }
 
 // New registers the cell series on reg.
@@ -46,6 +47,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		drainEnd:    g(metricdefs.CellDrainEnd),
 		proxyCPU:    g(metricdefs.CellProxyCPU),
 		loadgenCPU:  g(metricdefs.CellLoadgenCPU),
+		workers:     g(metricdefs.CellLoadgenWorkers),
 	}
 }
 
@@ -71,6 +73,9 @@ type Usage struct {
 	DrainEnd          time.Time // when the last late request completed; zero = the window end
 	ProxyCPUSeconds   *float64  // nil: not read (no local container)
 	LoadgenCPUSeconds *float64  // nil: not read
+	// Workers is how many loadgen workers sent the cell's load (package
+	// fleet); 0: the loadgen alone, and nothing is published.
+	Workers int
 }
 
 // Used publishes an ended cell's drain end and CPU use next to its window;
@@ -86,6 +91,9 @@ func (m *Metrics) Used(c Cell, windowEnd time.Time, u Usage) {
 	}
 	if u.LoadgenCPUSeconds != nil {
 		m.loadgenCPU.WithLabelValues(v...).Set(*u.LoadgenCPUSeconds)
+	}
+	if u.Workers > 0 {
+		m.workers.WithLabelValues(v...).Set(float64(u.Workers))
 	}
 }
 

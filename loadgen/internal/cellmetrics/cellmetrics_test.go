@@ -22,12 +22,14 @@ var names = []string{
 	"proxybench_cell_window_start_timestamp_seconds", "proxybench_cell_window_end_timestamp_seconds",
 	"proxybench_cell_concurrency", "proxybench_cell_target_rate_requests_per_second", "proxybench_cell_failed",
 	"proxybench_cell_drain_end_timestamp_seconds", "proxybench_cell_proxy_cpu_seconds", "proxybench_cell_loadgen_cpu_seconds",
+	"proxybench_cell_loadgen_workers",
 }
 
 // TestGolden drives one ok, one failed and one skipped cell and compares the
 // exposition with testdata/cells.prom, then lints it as promtool would. The
 // ok cell had late requests and a readable proxy; the failed one neither, so
-// its drain end is its window end and it has no proxy CPU.
+// its drain end is its window end and it has no proxy CPU, and it ran on 3
+// loadgen workers.
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewPedanticRegistry()
@@ -45,7 +47,7 @@ func TestGolden(t *testing.T) {
 	m.Used(ok, t0.Add(5*time.Second), Usage{DrainEnd: t0.Add(5*time.Second + 300*time.Millisecond), ProxyCPUSeconds: &proxy, LoadgenCPUSeconds: &lg})
 	m.Begin(bad, t0.Add(8*time.Second), 10, 1000)
 	m.End(bad, t0.Add(8*time.Second), t0.Add(9*time.Second), true)
-	m.Used(bad, t0.Add(9*time.Second), Usage{LoadgenCPUSeconds: &lg}) // none late, proxy not read
+	m.Used(bad, t0.Add(9*time.Second), Usage{LoadgenCPUSeconds: &lg, Workers: 3}) // none late, proxy not read, 3 loadgen workers
 	m.Skipped(skip)
 
 	got, err := testutil.GatherAndFormat(reg, expfmt.TypeTextPlain, names...)

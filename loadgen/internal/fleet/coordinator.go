@@ -49,11 +49,21 @@ type Coordinator struct {
 	CAFile string
 	Lead   time.Duration // default DefaultLead
 	Log    *slog.Logger
+	// Targets is the file_sd file Prometheus finds the workers in (job
+	// loadgen_worker of prometheus.yml; stack.WorkerTargetsFile): their
+	// addresses, replaced atomically whenever a worker starts and removed
+	// by Close. "": none is written and nothing waits for Prometheus.
+	Targets string
+	// ScrapeWait bounds the wait for Prometheus's first scrape of a worker
+	// just started, before the attack that follows (DiscoveryWait suits
+	// Prometheus's own delays); 0: not waited for.
+	ScrapeWait time.Duration
 
 	client  *http.Client
 	host    string
 	mu      sync.Mutex
 	handles []*Handle
+	scraped []bool // by handle: Prometheus scraped it since it started
 	seq     atomic.Int64
 }
 
@@ -73,6 +83,7 @@ func (c *Coordinator) init() {
 			c.Lead = DefaultLead
 		}
 		c.handles = make([]*Handle, max(1, c.Workers))
+		c.scraped = make([]bool, len(c.handles))
 	}
 }
 
@@ -82,10 +93,30 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	return err
 }
 
+// ensure starts every worker that is not running and, when Prometheus is
+// to scrape them, waits for its first scrape of those it started.
 func (c *Coordinator) ensure(ctx context.Context) ([]*Handle, error) {
+	hs, fresh, err := c.launch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.discovered(ctx, hs, fresh)
+	return hs, nil
+}
+
+// launch starts every worker that is not running and names those it
+// started; the targets file then lists every worker running.
+func (c *Coordinator) launch(ctx context.Context) (_ []*Handle, fresh []int, err error) {
 	c.init()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() {
+		if len(fresh) > 0 && c.Targets != "" {
+			if werr := writeTargets(c.Targets, c.handles); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}
+	}()
 	for i, h := range c.handles {
 		if h != nil {
 			gone, how := h.Gone()
@@ -96,12 +127,13 @@ func (c *Coordinator) ensure(ctx context.Context) ([]*Handle, error) {
 		}
 		nh, err := c.Launcher.Launch(ctx, i)
 		if err != nil {
-			return nil, err
+			return nil, fresh, err
 		}
-		c.handles[i] = nh
+		c.handles[i], c.scraped[i] = nh, false
+		fresh = append(fresh, i)
 		c.Log.Debug("loadgen worker up", "worker", i, "pid", nh.Pid, "addr", nh.Addr)
 	}
-	return slices.Clone(c.handles), nil
+	return slices.Clone(c.handles), fresh, nil
 }
 
 // Handles are the workers as last started (nil before Start).
@@ -112,11 +144,16 @@ func (c *Coordinator) Handles() []*Handle {
 	return slices.Clone(c.handles)
 }
 
-// Close ends every worker.
+// Close ends every worker, its targets removed first.
 func (c *Coordinator) Close() {
 	c.init()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.Targets != "" {
+		if err := os.Remove(c.Targets); err != nil && !errors.Is(err, os.ErrNotExist) {
+			c.Log.Warn("the loadgen workers' scrape targets stay listed", "file", c.Targets, "err", err)
+		}
+	}
 	for i, h := range c.handles {
 		if h != nil && h.Stop != nil {
 			h.Stop()

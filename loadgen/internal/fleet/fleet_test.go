@@ -4,19 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/fleet"
 	"proxybench/loadgen/internal/fleet/fleettest"
@@ -247,5 +252,116 @@ func TestCancelBeforeTheCell(t *testing.T) {
 	resp.Body.Close()
 	if time.Since(began) > 2*time.Second || !strings.Contains(string(b), `"end":`) || !strings.Contains(string(b), "context canceled") {
 		t.Errorf("after %v: %s", time.Since(began), b)
+	}
+}
+
+// scraper stands in for Prometheus's file_sd: every 100 ms it reads the
+// targets file and scrapes every target listed, remembering when it first
+// scraped each.
+func scraper(t *testing.T, file string) func() map[string]time.Time {
+	t.Helper()
+	var mu sync.Mutex
+	first := map[string]time.Time{}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			b, err := os.ReadFile(file)
+			if err != nil {
+				continue
+			}
+			var groups []struct{ Targets []string }
+			if err := json.Unmarshal(b, &groups); err != nil {
+				t.Errorf("targets file %s: %v", b, err)
+				return
+			}
+			for _, g := range groups {
+				for _, addr := range g.Targets {
+					began := time.Now()
+					resp, err := http.Get("http://" + addr + fleet.PathMetrics)
+					if err != nil {
+						continue
+					}
+					io.Copy(io.Discard, resp.Body) //nolint:errcheck // a scrape
+					resp.Body.Close()
+					mu.Lock()
+					if _, ok := first[addr]; !ok {
+						first[addr] = began
+					}
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() map[string]time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(first)
+	}
+}
+
+// The coordinator lists its workers in the targets file while they run and
+// waits for their first scrape (then the counting baseline's margin)
+// before the first window, and, when asked, for a scrape past a time; a
+// Prometheus that never comes is waited for only so long, and the file is
+// removed by Close.
+func TestPrometheusFindsTheWorkers(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "targets", "loadgen-workers.json")
+	scraped := scraper(t, file)
+	c := &fleet.Coordinator{Workers: 2, Launcher: fleettest.Launcher(t), Targets: file, ScrapeWait: 10 * time.Second}
+	t.Cleanup(c.Close)
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := scraped()
+	for i, h := range c.Handles() {
+		if !strings.Contains(string(b), `"`+h.Addr+`"`) {
+			t.Errorf("worker %d at %s is not in the targets %s", i, h.Addr, b)
+		}
+		if f, ok := first[h.Addr]; !ok || started.Sub(f) < manifest.AfterFirstScrape {
+			t.Errorf("worker %d: Start returned %v after its first scrape (scraped: %t), want at least %v", i, started.Sub(f), ok, manifest.AfterFirstScrape)
+		}
+	}
+	select {
+	case <-c.ScrapedAfter(time.Now().Add(300 * time.Millisecond)):
+		if d := time.Since(started); d < 300*time.Millisecond {
+			t.Errorf("scraped after a time 300 ms ahead in %v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the workers' scrapes past a time were not seen")
+	}
+	c.Close()
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the targets file after Close: %v", err)
+	}
+
+	// Nobody reads the targets: Start waits ScrapeWait, no more, and
+	// nothing waits for the scrapes that never came.
+	lone := &fleet.Coordinator{Workers: 1, Launcher: fleettest.Launcher(t), Targets: filepath.Join(t.TempDir(), "unread.json"), ScrapeWait: 300 * time.Millisecond}
+	t.Cleanup(lone.Close)
+	began := time.Now()
+	if err := lone.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d < 300*time.Millisecond || d > 3*time.Second {
+		t.Errorf("Start with an unread targets file took %v, want ScrapeWait (300ms) and the worker's start", d)
+	}
+	select {
+	case <-lone.ScrapedAfter(time.Now()):
+	case <-time.After(time.Second):
+		t.Error("a worker Prometheus never scraped is waited for")
 	}
 }

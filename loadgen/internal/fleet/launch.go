@@ -44,13 +44,15 @@ func (h *Handle) Gone() (bool, string) {
 }
 
 // Local starts workers as processes of this host: `Binary worker -index I
-// -exit-with-stdin`, listening on 127.0.0.1, which inherit this process's
-// CPU affinity (the loadgen's CPUs of the placement) and environment plus
-// Env. A worker ends when Stop closes its stdin, or when this process is
-// gone.
+// -listen Listen -exit-with-stdin`, which inherit this process's CPU
+// affinity (the loadgen's CPUs of the placement) and environment plus Env.
+// A worker ends when Stop closes its stdin, or when this process is gone.
 type Local struct {
 	Binary string   // default: this executable
 	Env    []string // added to the environment (the tests' helper-process switch)
+	// Listen is where the workers listen: a host and port 0 (default
+	// 127.0.0.1:0), where Prometheus reaches the loadgen's own /metrics.
+	Listen string
 	Log    *slog.Logger
 }
 
@@ -71,7 +73,11 @@ func (l Local) Launch(ctx context.Context, index int) (*Handle, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cmd := exec.Command(bin, Command, "-index", strconv.Itoa(index), "-exit-with-stdin")
+	listen := l.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	cmd := exec.Command(bin, Command, "-index", strconv.Itoa(index), "-listen", listen, "-exit-with-stdin")
 	cmd.Env = append(os.Environ(), l.Env...)
 	p, line, err := child.Start(ctx, cmd, startTimeout, func(l string) { log.Info("loadgen worker: " + l) })
 	if err != nil {

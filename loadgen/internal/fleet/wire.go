@@ -6,7 +6,10 @@
 // and keeps each worker's part. The control API is HTTP/JSON on the
 // worker's listen address: GET /clock, POST /cell (its progress and its
 // result streamed back as JSON lines), POST /cancel, GET /metrics (the
-// worker's series with the constant label worker). Where a worker runs and
+// worker's series with the constant label worker), GET /scraped (once
+// Prometheus has scraped it). The coordinator also tells Prometheus where
+// the workers are (a file_sd targets file) and waits for their scrapes
+// before their first window and after their last. Where a worker runs and
 // how it is reached is the Launcher's: local processes today.
 package fleet
 
@@ -34,6 +37,12 @@ const (
 	PathCell    = "/cell"
 	PathCancel  = "/cancel"
 	PathMetrics = "/metrics"
+	// PathScraped answers once Prometheus has scraped the worker: GET
+	// /scraped?in=D (a duration, default 0) returns 204 once a scrape of
+	// /metrics began at or after the worker's now + D (every value as of
+	// then has reached Prometheus); a client that stops waiting closes its
+	// request.
+	PathScraped = "/scraped"
 )
 
 // Hello is the one JSON line a worker prints on stdout once it listens.

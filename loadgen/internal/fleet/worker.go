@@ -34,6 +34,10 @@ type Worker struct {
 	Attacker *attack.Attacker
 	Self     *selfcpu.Collector
 	Log      *slog.Logger
+	// ScrapedAfter is the metrics server's (metricsserver.Server): closed
+	// once a scrape of /metrics began at or after t. Nil: GET /scraped
+	// answers 404.
+	ScrapedAfter func(t time.Time) <-chan struct{}
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
@@ -67,6 +71,30 @@ func (w *Worker) Routes(mux interface{ Handle(string, http.Handler) }) {
 		}
 		rw.WriteHeader(http.StatusNoContent)
 	}))
+	mux.Handle("GET "+PathScraped, http.HandlerFunc(w.scraped))
+}
+
+// scraped answers GET /scraped?in=D once a scrape began at or after now +
+// D, or never (the client gives up).
+func (w *Worker) scraped(rw http.ResponseWriter, r *http.Request) {
+	if w.ScrapedAfter == nil {
+		http.Error(rw, "this worker serves no /metrics", http.StatusNotFound)
+		return
+	}
+	var in time.Duration
+	if s := r.URL.Query().Get("in"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			http.Error(rw, "in: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		in = max(d, 0)
+	}
+	select {
+	case <-w.ScrapedAfter(time.Now().Add(in)):
+		rw.WriteHeader(http.StatusNoContent)
+	case <-r.Context().Done():
+	}
 }
 
 func writeJSON(rw http.ResponseWriter, v any) {
@@ -225,6 +253,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	log = log.With("worker", *index)
 	w, reg := NewWorker(*index, log)
 	srv := metricsserver.New(reg, log)
+	w.ScrapedAfter = srv.ScrapedAfter
 	w.Routes(srv)
 	srv.Serve(ln)
 	defer srv.Stop()

@@ -17,6 +17,7 @@ import (
 
 	"proxybench/internal/placement"
 	"proxybench/internal/scenario"
+	"proxybench/internal/stack"
 )
 
 // field is one plan setting as a flag: the flag's help text and its parser
@@ -87,6 +88,8 @@ var fields = []field{
 		get: func(p *Plan) string { return p.Results }, set: func(p *Plan, s string) error { p.Results = s; return nil }},
 	{name: "metrics-addr", usage: "listen `address` of /metrics for Prometheus (loopback by default; the bridge stack needs the docker bridge's gateway, which make bench passes)",
 		get: func(p *Plan) string { return p.MetricsAddr }, set: func(p *Plan, s string) error { p.MetricsAddr = s; return nil }},
+	{name: "prometheus-targets", usage: "`dir` where -loadgens N writes its workers' scrape targets for Prometheus (file_sd; the stack mounts " + stack.WorkerTargetsDir + " of the repository); \"\" = none: Prometheus does not scrape the workers",
+		get: func(p *Plan) string { return p.PrometheusTargets }, set: func(p *Plan, s string) error { p.PrometheusTargets = s; return nil }},
 	{name: "project", usage: "compose `project` of the stack",
 		get: func(p *Plan) string { return p.Project }, set: func(p *Plan, s string) error { p.Project = s; return nil }},
 	{name: "placement", usage: "CPU `placement`: auto (from the host's CPUs: on 2, the proxy on one, everything else on the other) or none (no cpusets); a plan file's placement section names cpusets; the stack must run the same (make up PLACEMENT=...)",

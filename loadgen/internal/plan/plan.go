@@ -61,6 +61,11 @@ type Plan struct {
 	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
 	Project     string   `yaml:"project" json:"project"`               // compose project
 	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+	// PrometheusTargets is the directory the loadgen workers' scrape
+	// targets are written to for Prometheus's file_sd while they run
+	// (stack.WorkerTargetsDir, mounted into the Prometheus container); ""
+	// = not written, and the workers' scrapes are not waited for.
+	PrometheusTargets string `yaml:"prometheus_targets" json:"prometheus_targets"`
 	// Placement is which CPUs each role gets (internal/placement); the
 	// runner resolves it for the host and checks the stack follows it.
 	Placement placement.Spec `yaml:"placement" json:"placement"`
@@ -115,6 +120,8 @@ func Default() Plan {
 		MetricsAddr:   "127.0.0.1:9500",
 		Project:       "proxybench",
 		SLO:           SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
+
+		PrometheusTargets: stack.WorkerTargetsDir,
 
 		AuthInvalid:      0.1,
 		RateLimitOffered: 1.5 * scenario.RateLimitRPS,

@@ -95,7 +95,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		}
 	}
 	r.Cells.End(lb, mc.Start, mc.End, mc.Status != manifest.CellOK)
-	u := cellmetrics.Usage{ProxyCPUSeconds: mc.ProxyCPUSeconds}
+	u := cellmetrics.Usage{ProxyCPUSeconds: mc.ProxyCPUSeconds, Workers: len(mc.Workers)}
 	if mc.DrainEnd != nil {
 		u.DrainEnd = *mc.DrainEnd
 	}

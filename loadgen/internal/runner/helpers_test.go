@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,11 +116,12 @@ func listenLocal(t *testing.T) net.Listener {
 }
 
 // args are the flags every test run shares: short cells, no Docker, a
-// private results dir, a metrics port the kernel picks, and no placement
-// (pinning would confine the whole test binary to the loadgen's CPUs).
+// private results dir (the workers' scrape targets beside it), a metrics
+// port the kernel picks, and no placement (pinning would confine the whole
+// test binary to the loadgen's CPUs).
 func args(t *testing.T, dir string, extra ...string) []string {
 	return append([]string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", "127.0.0.1:0", "-placement", "none",
-		"-concurrency", "4", "-linger", "0s", "-preflight-wait", "0s", "-timeout", "1s"}, extra...)
+		"-concurrency", "4", "-linger", "0s", "-preflight-wait", "0s", "-timeout", "1s", "-prometheus-targets", filepath.Join(dir, "targets")}, extra...)
 }
 
 var _ Attacker = (*attack.Attacker)(nil)

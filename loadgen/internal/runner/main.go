@@ -19,6 +19,7 @@ import (
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricsserver"
+	"proxybench/internal/stack"
 	"proxybench/internal/tlscert"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/ceiling"
@@ -29,11 +30,6 @@ import (
 	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/selfcpu"
 )
-
-// firstWindowAfterScrape keeps the first window's counting baseline (1 s
-// before it, reporter/README.md) after Prometheus's first scrape of this
-// process.
-const firstWindowAfterScrape = 1200 * time.Millisecond
 
 // Exit codes of `loadgen run`.
 const (
@@ -131,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 			// or the old process's last value would be taken as this
 			// one's baseline (its restart from zero hidden: counts short
 			// by exactly the previous run's).
-			_ = e.clock.Sleep(ctx, firstWindowAfterScrape)
+			_ = e.clock.Sleep(ctx, manifest.AfterFirstScrape)
 		case <-ctx.Done():
 		case <-time.After(wait):
 			log.Warn("Prometheus has not scraped /metrics yet; the first cell's server-side series may start late", "waited", wait.String(), "metrics", metricsAddr)
@@ -165,6 +161,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 			dir = tlscert.DefaultDir
 		}
 		co := &fleet.Coordinator{Workers: x.Loadgens, Launcher: e.workers, CAFile: filepath.Join(dir, tlscert.CAFile), Log: log}
+		if co.Launcher == nil {
+			co.Launcher = fleet.Local{Listen: workerListen(metricsAddr), Log: log}
+		}
+		if p.PrometheusTargets != "" {
+			// Prometheus scrapes the workers where it finds them
+			// (file_sd): it is waited for as for this process, before
+			// their first window and after their last.
+			co.Targets = filepath.Join(p.PrometheusTargets, stack.WorkerTargetsFile)
+			if p.Linger > 0 {
+				co.ScrapeWait = max(time.Duration(p.Linger), fleet.DiscoveryWait)
+				r.ScrapedAfter = func(t time.Time) <-chan struct{} { return both(srv.ScrapedAfter(t), co.ScrapedAfter(t)) }
+			}
+		}
 		defer co.Close()
 		r.Attacker, r.Start = co, co.Start
 	}
@@ -201,6 +210,23 @@ func report(out *Outcome, stdout io.Writer, log *slog.Logger) int {
 		return ExitCellsBroken
 	}
 	return ExitOK
+}
+
+// workerListen is where the loadgen workers listen: the host of the
+// loadgen's own /metrics (where Prometheus reaches it), any port.
+func workerListen(metricsAddr string) string {
+	host, _, err := net.SplitHostPort(metricsAddr)
+	if err != nil {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, "0")
+}
+
+// both is closed once a and b are.
+func both(a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() { <-a; <-b; close(out) }()
+	return out
 }
 
 // listenMetrics takes the address /metrics is served on for the whole run.

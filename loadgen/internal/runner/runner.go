@@ -105,7 +105,8 @@ type Runner struct {
 	Ceiling func(ctx context.Context, open bool) (*manifest.Ceiling, error)
 	// ScrapedAfter is closed once Prometheus has scraped the loadgen's
 	// /metrics in a scrape that began at or after t (the metrics server's
-	// ScrapedAfter); nil: the linger is the plan's Linger in full.
+	// ScrapedAfter; with several loadgens, every worker's too); nil: the
+	// linger is the plan's Linger in full.
 	ScrapedAfter func(t time.Time) <-chan struct{}
 	// Start, when set, is called once the loadgen is pinned to its CPUs and
 	// before anything is written: it starts the loadgen workers (package
@@ -248,11 +249,11 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	return &Outcome{Manifest: r.m, Dir: r.dir, Broken: r.broken}, nil
 }
 
-// linger keeps the loadgen's /metrics up after the last cell until
-// Prometheus has scraped it manifest.MarginAfter past now (the last cell's
-// drain is over): the counting span of every window then ends before the
-// staleness marker of the loadgen's exit. Without such a scrape (no
-// ScrapedAfter, Prometheus away) it waits at most d.
+// linger keeps the loadgen's /metrics (and its workers') up after the
+// last cell until Prometheus has scraped it manifest.MarginAfter past now
+// (the last cell's drain is over): the counting span of every window then
+// ends before the staleness marker of the loadgen's exit. Without such a
+// scrape (no ScrapedAfter, Prometheus away) it waits at most d.
 func (r *Runner) linger(ctx context.Context, d time.Duration) {
 	start := r.Clock.Now()
 	r.Log.Info("lingering so Prometheus scrapes the final values", "at_most", d.String())
@@ -271,7 +272,11 @@ func (r *Runner) linger(ctx context.Context, d time.Duration) {
 		}
 	}()
 	if err := r.Clock.Sleep(ctx, d); err == nil {
-		r.Log.Warn("Prometheus did not scrape the loadgen after its last cell: the last window's end may be unseen server-side", "waited", d.String())
+		who := "the loadgen"
+		if r.Plan.Loadgens > 1 {
+			who = "the loadgen or one of its workers"
+		}
+		r.Log.Warn("Prometheus did not scrape "+who+" after its last cell: the last window's end may be unseen server-side", "waited", d.String())
 		return
 	}
 	r.Log.Info("final values scraped", "after", r.Clock.Now().Sub(start).Round(time.Millisecond).String())

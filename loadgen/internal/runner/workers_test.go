@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/fleet"
 	"proxybench/loadgen/internal/fleet/fleettest"
 	"proxybench/loadgen/internal/plan"
@@ -51,7 +54,22 @@ func TestRunOnThreeLoadgens(t *testing.T) {
 	srv := fakeProxy(t, func(w http.ResponseWriter, r *http.Request) { origin(w, r); handled.Add(1) })
 	launch := &recording{Local: fleettest.Launcher(t), handles: map[int]*fleet.Handle{}}
 	var atStart []int64
-	h := &hooks{start: func(n int, _ plan.Cell) {
+	var listed []string // the workers' scrape targets as each cell ends
+	targetsFile := filepath.Join(dir, "targets", stack.WorkerTargetsFile)
+	h := &hooks{end: func(n int, _ manifest.Cell) {
+		b, err := os.ReadFile(targetsFile)
+		if err != nil {
+			t.Errorf("cell %d: %v", n, err)
+		}
+		launch.mu.Lock()
+		defer launch.mu.Unlock()
+		for i := range 3 {
+			if addr := launch.handles[i].Addr; !strings.Contains(string(b), `"`+addr+`"`) {
+				t.Errorf("cell %d: worker %d at %s is not in the targets %s", n, i, addr, b)
+			}
+		}
+		listed = append(listed, string(b))
+	}, start: func(n int, _ plan.Cell) {
 		atStart = append(atStart, handled.Load())
 		if n == 1 {
 			launch.mu.Lock()
@@ -103,6 +121,19 @@ func TestRunOnThreeLoadgens(t *testing.T) {
 	}
 	if got := handled.Load() - atStart[1]; got != next.Requests+next.Late {
 		t.Errorf("the server handled %d requests in the second cell, the manifest counts %d + %d late", got, next.Requests, next.Late)
+	}
+	// Prometheus finds every running worker in the targets file, the one
+	// started again too, and none once the run is over.
+	if len(listed) != 2 || listed[0] == listed[1] {
+		t.Errorf("targets as the cells ended: %q, want worker 1's new address in the second", listed)
+	}
+	for n, l := range listed {
+		if !strings.HasPrefix(l, `[`) || strings.Count(l, `"127.0.0.1:`) != 3 {
+			t.Errorf("cell %d: targets %s: want the 3 workers' addresses", n+1, l)
+		}
+	}
+	if _, err := os.Stat(targetsFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the targets file is left after the run: %v", err)
 	}
 	if next.Contention != nil {
 		for _, r := range next.Contention.Roles {

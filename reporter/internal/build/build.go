@@ -309,6 +309,9 @@ func mergeWindows(prom []collect.Window, m *manifest.Manifest) (out []collect.Wi
 		if w.TargetRate == 0 {
 			w.TargetRate = c.Rate
 		}
+		if w.Workers == 0 {
+			w.Workers = len(c.Workers)
+		}
 		out = append(out, w)
 	}
 	for _, w := range prom {

@@ -39,13 +39,18 @@ func newSpan(from, to time.Time) span {
 // previous repeat's cumulative value when nothing was scraped in the
 // window. (The baseline of a series that existed before is anchored's
 // last sample at or before S; Coverage checks that it is a fresh one.)
+// Each scrape target (instance) is counted apart, then the targets are
+// summed: the loadgen workers of a cell several ran (and a worker started
+// again at a new address) each have series born inside the window or
+// before it, and a native histogram sums exactly at one schema. The
+// loadgen alone is one target: the sum of one.
 func counter(metric, sel, by string, sp span) string {
-	agg, on := "sum", "on()"
+	agg, on, outer := "sum by (instance)", "on(instance)", "sum"
 	if by != "" {
-		agg, on = "sum by ("+by+")", "on("+by+")"
+		agg, on, outer = "sum by ("+by+", instance)", "on("+by+", instance)", "sum by ("+by+")"
 	}
-	return fmt.Sprintf(`(%[1]s (increase(%[2]s%[3]s[%[4]s] anchored @ %[5]s)) and %[7]s %[1]s (%[2]s%[3]s @ %[6]s)) or %[1]s (last_over_time(%[2]s%[3]s[%[4]s] @ %[5]s))`,
-		agg, metric, sel, sp.W, sp.E, sp.S, on)
+	return fmt.Sprintf(`%[8]s ((%[1]s (increase(%[2]s%[3]s[%[4]s] anchored @ %[5]s)) and %[7]s %[1]s (%[2]s%[3]s @ %[6]s)) or %[1]s (last_over_time(%[2]s%[3]s[%[4]s] @ %[5]s)))`,
+		agg, metric, sel, sp.W, sp.E, sp.S, on, outer)
 }
 
 // nativeHist is the native histogram of metric accumulated over sp.
@@ -204,13 +209,18 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		return cell, fmt.Errorf("cell %s: %w", w.ID, err)
 	}
 	var g report.Gap
-	if !cov.LoadgenOK() && cov.LoadgenGap {
+	if cov.Loadgen != nil && !cov.Loadgen.OK() && cov.LoadgenGap {
 		g.Loadgen = cov.Loadgen
+	}
+	for _, wc := range cov.Workers {
+		if !wc.Scrapes.OK() && wc.Gap {
+			g.Workers = append(g.Workers, wc.Scrapes)
+		}
 	}
 	if !cov.ExporterOK() && cov.ExporterGap {
 		g.Exporter = cov.Exporter
 	}
-	if g.Loadgen != nil || g.Exporter != nil {
+	if g.Loadgen != nil || g.Exporter != nil || len(g.Workers) > 0 {
 		cell.PrometheusGap = &g
 	}
 	return cell, nil

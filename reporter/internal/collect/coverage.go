@@ -6,10 +6,12 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/stack"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
@@ -51,8 +53,9 @@ const (
 
 // Series that exist only when a scrape of their target succeeded (a failed
 // scrape writes up == 0 and no sample of them): the loadgen's capacity
-// gauge, which every loadgen process exports unlabelled whatever its job is
-// called, and the cAdvisor CPU counter of the proxy's containers.
+// gauge, which every loadgen process exports whatever its job is called
+// (unlabelled; a loadgen worker's with its worker label), and the cAdvisor
+// CPU counter of the proxy's containers.
 var (
 	loadgenScrapeSeries  = metricdefs.LoadgenCPULimit.Name
 	exporterScrapeSeries = metricdefs.ContainerCPUUsage.Name + `{job="exporter",cpu=~"total|",service=~%s}`
@@ -127,11 +130,12 @@ func (l ScrapeLog) check(job string, from, to time.Time, baseline time.Duration,
 	return c
 }
 
-// Scrapes is what Prometheus scraped over a run: the loadgen's scrapes and
-// the exporter's per compose service (of the series for that service's
-// containers).
+// Scrapes is what Prometheus scraped over a run: the loadgen's scrapes,
+// each loadgen worker's (by its worker label) and the exporter's per
+// compose service (of the series for that service's containers).
 type Scrapes struct {
 	Loadgen  ScrapeLog
+	Workers  map[int]ScrapeLog
 	Exporter map[string]ScrapeLog
 	// Known: Prometheus holds windows of the run (discovery found some).
 	Known bool
@@ -140,12 +144,13 @@ type Scrapes struct {
 	Baseline time.Time
 }
 
-// FetchScrapes reads the raw timestamps of the loadgen's and the exporter's
-// scrapes over windows (with margins), for services (the runs' proxies),
-// in one query per target and scrapeChunk of span. known says whether
-// Prometheus discovered any window of the run.
+// FetchScrapes reads the raw timestamps of the loadgen's (its workers'
+// apart) and the exporter's scrapes over windows (with margins), for
+// services (the runs' proxies), in one query per target kind and
+// scrapeChunk of span. known says whether Prometheus discovered any window
+// of the run.
 func FetchScrapes(ctx context.Context, c *promapi.Client, windows []Window, services []string, known bool) (*Scrapes, error) {
-	s := &Scrapes{Exporter: map[string]ScrapeLog{}, Known: known}
+	s := &Scrapes{Workers: map[int]ScrapeLog{}, Exporter: map[string]ScrapeLog{}, Known: known}
 	if len(windows) == 0 {
 		return s, nil
 	}
@@ -157,11 +162,17 @@ func FetchScrapes(ctx context.Context, c *promapi.Client, windows []Window, serv
 	// A minute on each side: the baseline scrape before the first window,
 	// the interval's estimate, and the scrape after the last.
 	from, to = from.Add(-time.Minute), to.Add(time.Minute)
-	lg, err := rawTimes(ctx, c, loadgenScrapeSeries, "", from, to)
+	lg, err := rawTimes(ctx, c, loadgenScrapeSeries, metricdefs.WorkerLabel, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen scrapes: %w", err)
 	}
-	s.Loadgen = newScrapeLog(lg[""])
+	for k, ts := range lg {
+		if k == "" {
+			s.Loadgen = newScrapeLog(ts)
+		} else if i, err := strconv.Atoi(k); err == nil && i >= 0 {
+			s.Workers[i] = newScrapeLog(ts)
+		}
+	}
 	if len(services) > 0 {
 		q := make([]string, len(services))
 		for i, svc := range services {
@@ -207,11 +218,31 @@ func rawTimes(ctx context.Context, c *promapi.Client, sel, by string, from, to t
 type Coverage struct {
 	Loadgen, Exporter       *report.ScrapeCoverage // nil: not checked
 	LoadgenGap, ExporterGap bool
-	Interval                time.Duration // the coarser of the two targets' estimated intervals
+	// Workers are the loadgen workers' checks, by index, for a cell
+	// several ran as one instrument (none when no worker of the run was
+	// ever scraped: Prometheus does not know them).
+	Workers  []WorkerCoverage
+	Interval time.Duration // the coarsest of the targets' estimated intervals
 }
 
-// LoadgenOK reports whether the loadgen's numbers for the window can be used.
-func (c Coverage) LoadgenOK() bool { return c.Loadgen == nil || c.Loadgen.OK() }
+// WorkerCoverage is how Prometheus scraped one loadgen worker around a
+// window, and whether a shortfall is a gap (as Coverage.LoadgenGap).
+type WorkerCoverage struct {
+	Scrapes *report.ScrapeCoverage
+	Gap     bool
+}
+
+// LoadgenOK reports whether the loadgen's numbers for the window can be
+// used: its scrapes and, for a cell of several loadgen workers, every
+// worker's (their sum is the cell's traffic) passed.
+func (c Coverage) LoadgenOK() bool {
+	for _, w := range c.Workers {
+		if !w.Scrapes.OK() {
+			return false
+		}
+	}
+	return c.Loadgen == nil || c.Loadgen.OK()
+}
 
 // ExporterOK reports whether the exporter's numbers for the window can be used.
 func (c Coverage) ExporterOK() bool { return c.Exporter == nil || c.Exporter.OK() }
@@ -225,6 +256,11 @@ func (c Coverage) ExporterOK() bool { return c.Exporter == nil || c.Exporter.OK(
 //     allowedGap(LoadgenMaxLost). A failure is a gap when Prometheus holds the run and
 //     scraped the loadgen at some point from the run's baseline to the end
 //     of this window's traffic.
+//   - each loadgen worker of a cell several ran (Window.Workers) in the
+//     same way, named by its index: a worker missing from Prometheus
+//     altogether fails its check while the others are scraped (the cell's
+//     sum would lack its share). A gap when Prometheus scraped the loadgen
+//     or that worker from the run's baseline to the window's traffic end.
 //   - the exporter (the proxy's container series) over (start, end]: a
 //     scrape at most allowedGap(ExporterMaxLost) before start and no
 //     stretch longer than that. A failure is a gap when some scrape fell
@@ -239,15 +275,31 @@ func (s *Scrapes) Coverage(w Window) Coverage {
 	if s == nil || !w.Ended {
 		return c
 	}
-	if lg := s.Loadgen; len(lg.Times) > 0 {
-		trafficOver := w.End
-		if w.DrainEnd.After(trafficOver) {
-			trafficOver = w.DrainEnd
-		}
-		c.Loadgen = lg.check("loadgen", w.Start.Add(-MarginBefore), w.TrafficEnd(), Quiet-MarginBefore, trafficOver,
-			allowedGap(LoadgenMaxLost, lg.Interval))
+	trafficOver := w.End
+	if w.DrainEnd.After(trafficOver) {
+		trafficOver = w.DrainEnd
+	}
+	loadgenCheck := func(l ScrapeLog, job string) *report.ScrapeCoverage {
+		return l.check(job, w.Start.Add(-MarginBefore), w.TrafficEnd(), Quiet-MarginBefore, trafficOver, allowedGap(LoadgenMaxLost, l.Interval))
+	}
+	lg := s.Loadgen
+	if len(lg.Times) > 0 {
+		c.Loadgen = loadgenCheck(lg, "loadgen")
 		c.LoadgenGap = !c.Loadgen.OK() && s.Known && lg.between(s.Baseline, w.TrafficEnd()) > 0
 		c.Interval = lg.Interval
+	}
+	if len(s.Workers) > 0 {
+		for i := range w.Workers {
+			wl, ok := s.Workers[i]
+			if !ok {
+				wl = newScrapeLog(nil)
+			}
+			wc := WorkerCoverage{Scrapes: loadgenCheck(wl, stack.WorkerJob)}
+			wc.Scrapes.Worker = &i
+			wc.Gap = !wc.Scrapes.OK() && s.Known && (lg.between(s.Baseline, w.TrafficEnd()) > 0 || wl.between(s.Baseline, w.TrafficEnd()) > 0)
+			c.Workers = append(c.Workers, wc)
+			c.Interval = max(c.Interval, wl.Interval)
+		}
 	}
 	if ex := s.Exporter[w.Proxy]; len(ex.Times) > 0 {
 		allowed := allowedGap(ExporterMaxLost, ex.Interval)

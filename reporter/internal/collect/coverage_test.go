@@ -120,3 +120,49 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("no evidence at all: %+v, want unchecked", c)
 	}
 }
+
+// TestWorkerCoverage: each loadgen worker of a cell several ran is checked
+// as the loadgen is, by its index: one with a hole in its scrapes, or never
+// scraped while the others are, fails the cell's loadgen numbers and is a
+// gap; a cell of the loadgen alone, or a run whose workers Prometheus
+// never scraped, checks none.
+func TestWorkerCoverage(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	start := t0.Add(60*time.Second + 500*time.Millisecond)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	every := func(phase time.Duration, holes ...[2]time.Time) ScrapeLog {
+		return scrapesEvery(t0.Add(phase), t0.Add(2*time.Minute), time.Second, holes...)
+	}
+	w := Window{Key: cellid.Key{ID: "c", Proxy: "nginx"}, Start: start, End: start.Add(5 * time.Second), Ended: true, Workers: 3}
+	s := &Scrapes{Known: true, Baseline: start.Add(-30 * time.Second), Loadgen: every(250 * time.Millisecond),
+		Workers: map[int]ScrapeLog{0: every(100 * time.Millisecond), 1: every(400*time.Millisecond, [2]time.Time{at(1), at(4)}), 2: every(700 * time.Millisecond)}}
+	c := s.Coverage(w)
+	if len(c.Workers) != 3 || c.LoadgenOK() || !c.Loadgen.OK() {
+		t.Fatalf("%d workers checked, loadgen ok %v (its own scrapes %v)", len(c.Workers), c.LoadgenOK(), c.Loadgen.OK())
+	}
+	for i, wc := range c.Workers {
+		if wc.Scrapes.Worker == nil || *wc.Scrapes.Worker != i || wc.Scrapes.Job != "loadgen_worker" || wc.Scrapes.OK() != (i != 1) || wc.Gap != (i == 1) {
+			t.Errorf("worker %d: %+v, gap %v", i, *wc.Scrapes, wc.Gap)
+		}
+	}
+	// Worker 2 never scraped, the others are: its share is missing.
+	delete(s.Workers, 2)
+	s.Workers[1] = every(400 * time.Millisecond)
+	c = s.Coverage(w)
+	if len(c.Workers) != 3 || c.LoadgenOK() || c.Workers[2].Scrapes.OK() || !c.Workers[2].Gap || c.Workers[2].Scrapes.Scrapes != 0 || !c.Workers[1].Scrapes.OK() {
+		t.Errorf("worker 2 never scraped: %+v", c.Workers)
+	}
+	for _, tc := range []struct {
+		name string
+		s    *Scrapes
+		w    Window
+	}{
+		{"the loadgen alone", s, func() Window { w := w; w.Workers = 0; return w }()},
+		{"workers never scraped", &Scrapes{Known: true, Baseline: s.Baseline, Loadgen: s.Loadgen}, w},
+	} {
+		if c := tc.s.Coverage(tc.w); len(c.Workers) != 0 || !c.LoadgenOK() {
+			t.Errorf("%s: workers checked %+v", tc.name, c.Workers)
+		}
+	}
+}

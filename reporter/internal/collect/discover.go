@@ -29,6 +29,10 @@ type Window struct {
 	// Read by the loadgen at the window's edges (end minus start), in CPU
 	// seconds; nil when not published.
 	ProxyCPUSeconds, LoadgenCPUSeconds *float64
+	// Workers is how many loadgen workers sent the cell's load as one
+	// instrument, their series labelled worker 0 .. Workers-1; 0 = the
+	// loadgen alone.
+	Workers int
 }
 
 // TrafficEnd is where counting the loadgen's traffic counters ends: after
@@ -64,7 +68,7 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 	if len(starts) == 0 {
 		return nil, fmt.Errorf("run %q: no %s series in Prometheus (is the run id right, and still in retention?)", run, metricdefs.CellWindowStart.Name)
 	}
-	var ends, conc, rate, failed, drain, proxyCPU, lgCPU map[string]promapi.Sample
+	var ends, conc, rate, failed, drain, proxyCPU, lgCPU, workers map[string]promapi.Sample
 	for _, q := range []struct {
 		metric *metricdefs.Def
 		dst    *map[string]promapi.Sample
@@ -72,7 +76,7 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 		{metricdefs.CellTargetRate, &rate}, {metricdefs.CellFailed, &failed},
 		// Published by newer loadgens only: absent is not an error.
 		{metricdefs.CellDrainEnd, &drain}, {metricdefs.CellProxyCPU, &proxyCPU},
-		{metricdefs.CellLoadgenCPU, &lgCPU}} {
+		{metricdefs.CellLoadgenCPU, &lgCPU}, {metricdefs.CellLoadgenWorkers, &workers}} {
 		if *q.dst, err = get(q.metric.Name); err != nil {
 			return nil, fmt.Errorf("discover cells: %w", err)
 		}
@@ -99,6 +103,9 @@ func Discover(ctx context.Context, c *promapi.Client, run string, now time.Time)
 			w.DrainEnd = unix(v.Value)
 		}
 		w.ProxyCPUSeconds, w.LoadgenCPUSeconds = value(proxyCPU, id), value(lgCPU, id)
+		if v := value(workers, id); v != nil {
+			w.Workers = int(*v)
+		}
 		out = append(out, w)
 	}
 	SortWindows(out)

@@ -439,6 +439,9 @@ func (l *LoadgenCPU) MergeEdges(m *manifest.LoadgenCPU, d Num) {
 type Gap struct {
 	Loadgen  *ScrapeCoverage `json:"loadgen,omitempty"`
 	Exporter *ScrapeCoverage `json:"exporter,omitempty"`
+	// Workers are the loadgen workers (of a cell several ran as one
+	// instrument) whose scrapes fell short, by index.
+	Workers []*ScrapeCoverage `json:"workers,omitempty"`
 	// OutcomeUnknown: Prometheus never scraped the window's end, a later
 	// cell of the run started (the loadgen lived on) and no manifest says
 	// how the cell ended.
@@ -450,7 +453,10 @@ type Gap struct {
 // only when a scrape succeeded. The checks and their thresholds are in
 // collect/coverage.go and README.md (prometheus_gap).
 type ScrapeCoverage struct {
-	Job      string    `json:"job"`
+	Job string `json:"job"`
+	// Worker is the loadgen worker's index (its series' worker label);
+	// nil for a target that is no loadgen worker.
+	Worker   *int      `json:"worker,omitempty"`
 	From     time.Time `json:"from"` // the span checked: (From, To]
 	To       time.Time `json:"to"`
 	Scrapes  int       `json:"scrapes"`  // successful scrapes in (From, To]

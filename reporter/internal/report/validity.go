@@ -112,13 +112,13 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	case gap == nil:
 	case gap.OutcomeUnknown:
 		add(FlagPrometheusGap, Invalid, "outcome unknown: Prometheus missed the end of this window and there is no manifest")
-	case gap.Loadgen != nil || gap.Exporter != nil:
+	case gap.Loadgen != nil || gap.Exporter != nil || len(gap.Workers) > 0:
 		sev, why := gapReason(c, gap, goProxy)
 		add(FlagPrometheusGap, sev, "%s", why)
 	}
-	// A gap in the loadgen's scrapes says why the traffic series are not
-	// used; no second flag for it.
-	lgGap := gap != nil && (gap.Loadgen != nil || gap.OutcomeUnknown)
+	// A gap in the loadgen's scrapes (or a worker's) says why the traffic
+	// series are not used; no second flag for it.
+	lgGap := gap != nil && (gap.loadgen() || gap.OutcomeUnknown)
 	exGap := gap != nil && gap.Exporter != nil
 	if !c.ServerSide && !lgGap {
 		if c.Requests+c.TransportErrors > 0 {
@@ -199,14 +199,14 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 // loadgen gap; invalid when nothing does.
 func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 	var ev []string
-	for _, s := range []*ScrapeCoverage{g.Loadgen, g.Exporter} {
+	for _, s := range append(append([]*ScrapeCoverage{g.Loadgen}, g.Workers...), g.Exporter) {
 		if s != nil {
 			ev = append(ev, scrapeEvidence(s))
 		}
 	}
 	sev := Suspect
 	var then []string
-	if g.Loadgen != nil {
+	if g.loadgen() {
 		if c.Requests+c.TransportErrors > 0 {
 			from := []string{"counts"}
 			if c.Latency.Exact != nil {
@@ -231,7 +231,7 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) {
 		unknown = append(unknown, "GC")
 	}
-	if g.Loadgen != nil {
+	if g.loadgen() {
 		unknown = append(unknown, "in-flight")
 	}
 	switch len(unknown) {
@@ -244,8 +244,13 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 	return sev, "Prometheus scraped " + strings.Join(ev, " and ") + ": " + strings.Join(then, "; ")
 }
 
+// loadgen says whether the gap is in the scrapes of the traffic's
+// senders: the loadgen or one of its workers.
+func (g *Gap) loadgen() bool { return g.Loadgen != nil || len(g.Workers) > 0 }
+
 // scrapeEvidence is "the loadgen 0 times between 10:01:02 and 10:01:09
-// (expected about 7; ...)", naming every check that failed.
+// (expected about 7; ...)" ("the loadgen worker 1 ..."), naming every
+// check that failed.
 func scrapeEvidence(s *ScrapeCoverage) string {
 	clock := func(t time.Time) string { return t.UTC().Format("15:04:05") }
 	secs := func(n Num) string { return strconv.FormatFloat(math.Round(float64(n)*10)/10, 'f', -1, 64) }
@@ -264,7 +269,11 @@ func scrapeEvidence(s *ScrapeCoverage) string {
 	if long {
 		why = append(why, fmt.Sprintf("%s s without one from %s to %s, > %s s", secs(s.GapS), clock(s.GapFrom), clock(s.GapTo), secs(s.AllowedGapS)))
 	}
-	return fmt.Sprintf("the %s %d times between %s and %s (%s)", s.Job, s.Scrapes, clock(s.From), clock(s.To), strings.Join(why, "; "))
+	name := s.Job
+	if s.Worker != nil {
+		name = fmt.Sprintf("loadgen worker %d", *s.Worker)
+	}
+	return fmt.Sprintf("the %s %d times between %s and %s (%s)", name, s.Scrapes, clock(s.From), clock(s.To), strings.Join(why, "; "))
 }
 
 // AndList joins "a", "a and b", "a, b and c".

@@ -198,6 +198,18 @@ func TestJudgePrometheusGap(t *testing.T) {
 		}, false, Invalid, "prometheus_gap/invalid",
 			"Prometheus scraped the loadgen 6 times between 10:01:01 and 10:01:09 (expected about 8; none between 10:01:07 and 10:01:09): " +
 				"no manifest holds its counts, so the cell has none; proxy CPU, memory and in-flight are unknown"},
+		// A loadgen worker's scrapes (of a cell several ran) fell short:
+		// named by its index; the cell's traffic comes from the manifest,
+		// and no_server_side_series does not fire beside it.
+		{"loadgen worker gap", func(c *Cell) {
+			manifestCounts(c)
+			one := 1
+			w := *lgAfter
+			w.Job, w.Worker = "loadgen_worker", &one
+			c.PrometheusGap = &Gap{Workers: []*ScrapeCoverage{&w}}
+		}, false, Suspect, "prometheus_gap/suspect",
+			"Prometheus scraped the loadgen worker 1 6 times between 10:01:01 and 10:01:09 (expected about 8; none between 10:01:07 and 10:01:09): " +
+				"counts, exact latency and edge CPU come from the manifest; proxy CPU, memory and in-flight are unknown"},
 		{"both", func(c *Cell) { manifestCounts(c); c.PrometheusGap = &Gap{Loadgen: lgOut, Exporter: exGap} }, false, Suspect, "prometheus_gap/suspect",
 			"Prometheus scraped the loadgen 0 times between 10:01:01 and 10:01:09 (expected about 8; 22 s without one from 10:00:58 to 10:01:09, > 3.5 s) " +
 				"and the exporter 2 times between 10:01:02 and 10:01:07 (expected about 5; 6 s without one from 10:01:01 to 10:01:07, > 5.5 s): " +
