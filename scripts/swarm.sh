@@ -8,8 +8,9 @@
 #           socket and exec-root in /run/proxybench-swarm, its containers
 #           under the cgroup /proxybench-swarm) in a network namespace of
 #           its own joined to the host by a veth pair (198.18.0.1 on the
-#           host, 198.18.0.2 the node's: RFC 2544's benchmarking range, no
-#           route anywhere else); a single-node swarm advertised on
+#           host, 198.18.0.2 the node's: RFC 2544's benchmarking range; the
+#           namespace has no other route, and the host a route making the
+#           rest of 198.18.0.0/15 unreachable); a single-node swarm advertised on
 #           198.18.0.2 whose node takes every role label; the images it
 #           lacks (docker save | docker load); the stack deployed from
 #           compose/docker-compose.yml (+ docker-compose.swarm.yml, through
@@ -18,7 +19,8 @@
 #           namespace (loadgen preflight). Idempotent.
 #   down    everything up made: the stack and the swarm go with the daemon;
 #           its containerd, leftover containers (by their cgroup), mounts,
-#           the namespace and the veth pair, and the data-root's contents
+#           the namespace, the veth pair and the host's route, and the
+#           data-root's contents
 #           (the daemon's log stays, in .cache/swarm/dockerd.log).
 #           After a crash at any point it removes what is left, and up
 #           starts by doing the same when its daemon is gone.
@@ -37,6 +39,7 @@ NS_IF=pbswarm1             # veth end in the namespace
 HOST_ADDR=198.18.0.1
 NODE_ADDR=198.18.0.2       # the node's address: swarm advertise, data path, published ports
 LINK_PREFIX=30
+GUARD=198.18.0.0/15        # the whole range: unreachable from the host but through the veth
 BIP=198.18.1.1/24          # the daemon's docker0, inside the namespace
 LOCAL_POOL=198.18.64.0/18  # its local networks (docker_gwbridge)
 OVERLAY_POOL=198.19.0.0/16 # the swarm's overlay networks, /24 each
@@ -102,15 +105,21 @@ cleanup() {
   rm -rf "$RUN" "$DATA" "$STATE/bin" "$STATE/daemon.json" "$STATE"/stack.*
   ip netns del "$NS" 2>/dev/null || true
   ip link del "$HOST_IF" 2>/dev/null || true
+  ip route del unreachable "$GUARD" 2>/dev/null || true
 }
 
 netns_up() {
-  if ip netns list | grep -qx "$NS\( .*\)\?" && ip -n "$NS" -br addr show dev "$NS_IF" 2>/dev/null | grep -q "$NODE_ADDR/"; then
+  if ip netns list | grep -qx "$NS\( .*\)\?" && ip -n "$NS" -br addr show dev "$NS_IF" 2>/dev/null | grep -q "$NODE_ADDR/" &&
+    ip route show type unreachable | grep -q "^unreachable $GUARD"; then
     return 0
   fi
   ip netns del "$NS" 2>/dev/null || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip netns add "$NS"
+  # Nothing for the benchmarking range leaves the host: without this, a
+  # request to a node's address while its link is down would take the
+  # default route.
+  ip route replace unreachable "$GUARD"
   ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
   ip addr add "$HOST_ADDR/$LINK_PREFIX" dev "$HOST_IF"
   ip link set "$HOST_IF" up
