@@ -10,6 +10,7 @@
 //	loadgen ceiling   [flags]   measure the instrument's ceiling under a placement (JSON)
 //	loadgen trivial-server [flags] the trivial server of the instrument's ceiling (loadgen run starts it)
 //	loadgen worker    [flags]   one of several loadgens run as one instrument (loadgen run -loadgens N starts them)
+//	loadgen swarmstack [flags]  turn the compose model into a Docker Swarm stack file (scripts/swarm.sh)
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
 	"proxybench/loadgen/internal/study"
+	"proxybench/loadgen/internal/swarmstack"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -53,11 +55,14 @@ var commands = map[string]command{
 	// Started by loadgen run -loadgens N: each sends its segment of every
 	// cell's load.
 	fleet.Command: fleet.Main,
+	// Run by scripts/swarm.sh between docker compose config and docker
+	// stack deploy.
+	swarmstack.Command: swarmstack.Main,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling|worker [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling|worker|swarmstack [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

@@ -16,7 +16,8 @@ files=(-p proxybench -f compose/docker-compose.yml)
 if [ "${HOSTNET:-1}" = 1 ]; then
   files+=(-f compose/docker-compose.hostnet.yml)
 else
-  HOST_GATEWAY=$(gateway) || true
+  # A caller's own (scripts/swarm.sh: another engine's) wins.
+  [ -n "${HOST_GATEWAY:-}" ] || HOST_GATEWAY=$(gateway) || true
   export HOST_GATEWAY=${HOST_GATEWAY:-host-gateway}
 fi
 [ -f compose/images.env ] && files+=(--env-file compose/images.env)

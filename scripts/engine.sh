@@ -82,15 +82,8 @@ if ! docker info >/dev/null 2>&1; then
   say "starting dockerd (log: $LOG_DIR/dockerd.log)"
   # No systemd on such hosts: run the daemon ourselves, detached from this shell.
   if ! pgrep -x dockerd >/dev/null; then
-    # A daemon keeps no descriptor of its caller: an inherited lock (the
-    # e2e run's .cache/stack.lock) would otherwise be held for ever.
-    (
-      for fd in /proc/self/fd/*; do
-        n=${fd##*/}
-        [ "$n" -gt 2 ] && eval "exec $n>&-" 2>/dev/null
-      done
-      PATH=/usr/sbin:/usr/bin:$PATH exec setsid nohup dockerd >>"$LOG_DIR/dockerd.log" 2>&1 </dev/null
-    ) &
+    source scripts/detach.sh
+    detach "$LOG_DIR/dockerd.log" env PATH="/usr/sbin:/usr/bin:$PATH" dockerd
   fi
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && break

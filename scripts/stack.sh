@@ -7,6 +7,9 @@
 #   stop     remove the containers, keep Prometheus's data volume
 #   down     remove every container, network and volume of the project
 #   running  exit 0 when the stack's proxies are already up (bench leaves it so)
+#   services the services `up` starts, on one line
+#   compose ARGS...  scripts/compose.sh ARGS with the variables `up` sets
+#            (placement, TLS): scripts/swarm.sh renders its stack with it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'stack: %s\n' "$*" >&2; }
@@ -125,8 +128,14 @@ case ${1:-} in
     [ -n "$left" ] && docker rm -f $left >/dev/null
     say "down" ;;
   wait) wait_healthy ;;
+  services) services ;;
+  compose)
+    shift
+    placement_env
+    certs_env
+    exec scripts/compose.sh "$@" ;;
   running)
     docker info >/dev/null 2>&1 || exit 1
     [ -n "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter label=proxybench.role=proxy)" ] ;;
-  *) echo "usage: stack.sh up|stop|down|wait|running" >&2; exit 2 ;;
+  *) echo "usage: stack.sh up|stop|down|wait|running|services|compose ARGS..." >&2; exit 2 ;;
 esac
