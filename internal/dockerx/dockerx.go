@@ -196,9 +196,28 @@ func (c *Client) Start(ctx context.Context, id string) error {
 	return nil
 }
 
-// Pause freezes every process of a container.
+// freezeTries is how often Pause asks the engine to freeze a container
+// whose cgroup v1 freezer reported busy.
+const freezeTries = 3
+
+// Pause freezes every process of a container. Under cgroup v1 the kernel
+// may fail a freeze while a task of the group forks (EBUSY, which runc
+// reports as "unable to freeze" after its own retries); the container is
+// then left thawed, so Pause asks again, up to freezeTries times 100 ms
+// apart, before it reports the error.
 func (c *Client) Pause(ctx context.Context, id string) error {
-	if err := c.api.ContainerPause(ctx, id); err != nil {
+	var err error
+	for try := 1; try <= freezeTries; try++ {
+		if err = c.api.ContainerPause(ctx, id); err == nil || !strings.Contains(err.Error(), "unable to freeze") || try == freezeTries {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pause container %s: %w", short(id), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("pause container %s: %w", short(id), err)
 	}
 	return nil
