@@ -244,14 +244,69 @@ const Z99 = 2.5758293035489
 // WilsonInterval is the Wilson score interval of a binomial proportion:
 // k successes in n trials at normal quantile z (Z99 for 99 %).
 func WilsonInterval(k, n uint64, z float64) (lo, hi float64) {
-	if n == 0 {
-		return 0, 1
+	e := EstimateLoss([]Counters{{SeenSkbs: n, DropSkbs: k}}, z)
+	return e.Lo, e.Hi
+}
+
+// Add returns c + o (the counts of two runs together).
+func (c Counters) Add(o Counters) Counters {
+	return Counters{c.SeenSkbs + o.SeenSkbs, c.SeenSegs + o.SeenSegs, c.SeenBytes + o.SeenBytes,
+		c.DropSkbs + o.DropSkbs, c.DropSegs + o.DropSegs, c.DropBytes + o.DropBytes}
+}
+
+// LossEstimate is a loss rate measured over several runs, with a sampling
+// interval that holds when the runs' rates vary more than independent drops
+// would.
+type LossEstimate struct {
+	Runs       int
+	Total      Counters // the runs together
+	Rate       float64  // Total's drop ratio
+	Lo, Hi     float64  // the interval
+	Dispersion float64  // phi: >= 1; 1 when the runs agree as binomial counts do
+}
+
+// EstimateLoss pools runs (each a run's counter delta) into one rate and a
+// quasi-binomial interval at normal quantile z (Z99 for 99 %): the binomial
+// (Wilson) interval of the pooled count, widened by the dispersion phi =
+// max(1, Pearson's chi-squared of the runs' drop counts / (runs - 1)). With
+// one run, or runs that agree as binomial counts do, phi is 1 and the
+// interval is the plain Wilson one. The estimate of phi is itself uncertain
+// (few runs); that uncertainty is not in the interval.
+func EstimateLoss(runs []Counters, z float64) LossEstimate {
+	var e LossEstimate
+	for _, r := range runs {
+		if r.SeenSkbs == 0 {
+			continue
+		}
+		e.Runs++
+		e.Total = e.Total.Add(r)
 	}
-	nf := float64(n)
-	p := float64(k) / nf
+	e.Rate = e.Total.DropRatio()
+	e.Dispersion = 1
+	if e.Runs > 1 && e.Rate > 0 && e.Rate < 1 {
+		var chi2 float64
+		for _, r := range runs {
+			if r.SeenSkbs == 0 {
+				continue
+			}
+			want := float64(r.SeenSkbs) * e.Rate
+			d := float64(r.DropSkbs) - want
+			chi2 += d * d / (want * (1 - e.Rate))
+		}
+		e.Dispersion = max(1, chi2/float64(e.Runs-1))
+	}
+	// Wilson's interval of the pooled proportion at the effective sample
+	// size n/phi.
+	n := float64(e.Total.SeenSkbs) / e.Dispersion
+	if n == 0 {
+		e.Lo, e.Hi = 0, 1
+		return e
+	}
+	p := e.Rate
 	z2 := z * z
-	den := 1 + z2/nf
-	mid := (p + z2/(2*nf)) / den
-	half := z * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf)) / den
-	return math.Max(0, mid-half), math.Min(1, mid+half)
+	den := 1 + z2/n
+	mid := (p + z2/(2*n)) / den
+	half := z * math.Sqrt(p*(1-p)/n+z2/(4*n*n)) / den
+	e.Lo, e.Hi = math.Max(0, mid-half), math.Min(1, mid+half)
+	return e
 }
