@@ -117,21 +117,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	metricsAddr := srv.Addr()
 	// The mirror of linger: a first cell that starts before Prometheus has
 	// scraped this new process has its first second unseen server-side
-	// (seen: a 3 s cell right after make up judged too_few_samples).
+	// (seen: a 3 s cell right after make up judged too_few_samples). The
+	// runner prepares meanwhile and its first cell waits for seen.
+	var seen chan struct{}
 	if wait := time.Duration(p.Linger); wait > 0 {
-		select {
-		case <-srv.Scraped():
-			// That first scrape marks the series a previous loadgen left
-			// under the same labels stale. The reporter's baseline is the
-			// counter 1 s before a window: let it fall after the marker,
-			// or the old process's last value would be taken as this
-			// one's baseline (its restart from zero hidden: counts short
-			// by exactly the previous run's).
-			_ = e.clock.Sleep(ctx, manifest.AfterFirstScrape)
-		case <-ctx.Done():
-		case <-time.After(wait):
-			log.Warn("Prometheus has not scraped /metrics yet; the first cell's server-side series may start late", "waited", wait.String(), "metrics", metricsAddr)
-		}
+		seen = make(chan struct{})
+		go func() {
+			defer close(seen)
+			select {
+			case <-srv.Scraped():
+				// That first scrape marks the series a previous loadgen left
+				// under the same labels stale. The reporter's baseline is the
+				// counter 1 s before a window: let it fall after the marker,
+				// or the old process's last value would be taken as this
+				// one's baseline (its restart from zero hidden: counts short
+				// by exactly the previous run's).
+				_ = e.clock.Sleep(ctx, manifest.AfterFirstScrape)
+			case <-ctx.Done():
+			case <-time.After(wait):
+				log.Warn("Prometheus has not scraped /metrics yet; the first cell's server-side series may start late", "waited", wait.String(), "metrics", metricsAddr)
+			}
+		}()
 	}
 
 	var dc Docker
@@ -152,6 +158,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
 		Host: HostInfo(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter,
+	}
+	if seen != nil {
+		r.Seen = seen
 	}
 	if x.Loadgens > 1 {
 		// Several loadgens as one instrument: every cell goes to the

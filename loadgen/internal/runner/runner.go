@@ -108,6 +108,11 @@ type Runner struct {
 	// ScrapedAfter; with several loadgens, every worker's too); nil: the
 	// linger is the plan's Linger in full.
 	ScrapedAfter func(t time.Time) <-chan struct{}
+	// Seen, when set, is closed once Prometheus has first scraped this
+	// process (and AfterFirstScrape has passed), or it gave up waiting: the
+	// first cell waits for it. Until then the run prepares (placement,
+	// workers, ceiling) in parallel with that wait.
+	Seen <-chan struct{}
 	// Start, when set, is called once the loadgen is pinned to its CPUs and
 	// before anything is written: it starts the loadgen workers (package
 	// fleet), which inherit the pinning. An error ends the run before it
@@ -210,6 +215,12 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		r.arms.undo(rctx)
 	}()
 
+	if r.Seen != nil {
+		select {
+		case <-r.Seen:
+		case <-ctx.Done():
+		}
+	}
 	outer := ctx
 	ctx, r.stop = context.WithCancel(ctx)
 	defer r.stop()
