@@ -33,10 +33,10 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS PLAN RUN RESULTS)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST PLAN RUN RESULTS)
 	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
-	  -isolate='$(ISOLATE)' -order '$(ORDER)' -seed '$(SEED)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+	  -isolate='$(ISOLATE)' -order '$(ORDER)' -seed '$(SEED)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
 # A duet and an observer study need pairs: 10 unless REPEATS is given (on a
 # 2-core VM whose hypervisor steals up to a third of a CPU in bursts, 5 pairs

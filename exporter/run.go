@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type config struct {
 	nginxStatus    string
 	housekeeping   time.Duration
 	jitter         float64
+	cgroupPrefixes string
 	discover       time.Duration
 	logLevel       slog.Level
 	pprof          bool
@@ -56,6 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.nginxStatus, "nginx-status", "http://127.0.0.1:8982/stub_status", "nginx stub_status URL scraped into nginx_* series; empty to disable")
 	fs.DurationVar(&c.housekeeping, "housekeeping", time.Second, "how often cAdvisor reads each container's cgroup (fixed, not dynamic)")
 	fs.Float64Var(&c.jitter, "housekeeping-jitter", 1.0, "cAdvisor stretches each housekeeping period by a random factor up to this (its default 1.0: samples every 1-2 s, each timestamped; 0.1 samples every 1.0-1.1 s for about 0.2 % of a core more)")
+	fs.StringVar(&c.cgroupPrefixes, "cgroup-prefixes", "", "comma-separated cgroup path prefixes under which cAdvisor looks for containers (empty: "+strings.Join(containers.DefaultConfig.CgroupPrefixes, ",")+", Docker's cgroupfs and systemd drivers); a daemon started with --cgroup-parent P puts them under /P/")
 	fs.DurationVar(&c.discover, "discover-interval", 2*time.Second, "how often to look for new or removed containers")
 	fs.BoolVar(&c.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ (to see where the exporter's own CPU goes)")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
@@ -69,6 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-gctrace-file needs -gctrace-service NAME to label its series (e.g. caddy)")
 	case c.housekeeping <= 0 || c.discover <= 0:
 		return c, errors.New("-housekeeping and -discover-interval must be positive durations such as 1s")
+	case c.cadvisor && c.cgroupPrefixes != "" && len(splitPrefixes(c.cgroupPrefixes)) == 0:
+		return c, errors.New("-cgroup-prefixes names no prefix: give cgroup path prefixes such as /docker/, or leave it empty for Docker's defaults")
 	case c.jitter < 0:
 		return c, errors.New("-housekeeping-jitter must be 0 or more, e.g. 1.0 (cAdvisor's default) or 0.1")
 	case !c.docker && c.gctraceFile == "" && c.nginxStatus == "":
@@ -195,6 +200,9 @@ func withDocker(ctx context.Context, cfg config, reg prometheus.Registerer, gc *
 	if cfg.cadvisor {
 		cc := containers.DefaultConfig
 		cc.Project, cc.Housekeeping, cc.Jitter = cfg.project, cfg.housekeeping, cfg.jitter
+		if cfg.cgroupPrefixes != "" {
+			cc.CgroupPrefixes = splitPrefixes(cfg.cgroupPrefixes)
+		}
 		st, err := containers.Start(ctx, cc, cli, reg, log)
 		if err != nil {
 			return fmt.Errorf("container stats: %w (run with -cadvisor=false to go without)", err)
@@ -219,4 +227,20 @@ func withDocker(ctx context.Context, cfg config, reg prometheus.Registerer, gc *
 		MaxBackoff: 30 * time.Second,
 	}
 	return sources.Run(ctx)
+}
+
+// splitPrefixes reads -cgroup-prefixes: comma-separated, blanks dropped,
+// each made absolute ("/" first) as cAdvisor's cgroup names are.
+func splitPrefixes(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "/") {
+			p = "/" + p
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -25,12 +25,21 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-housekeeping", "0s"}, "positive"},
 		{[]string{"-docker=false", "-nginx-status", ""}, "nothing to export"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-cgroup-prefixes", " , "}, "-cgroup-prefixes names no prefix"},
 		{[]string{"-nope"}, "flag provided but not defined"},
 	} {
 		var stderr bytes.Buffer
 		if code := run(context.Background(), tc.args, strings.NewReader(""), &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("run %q: code %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
 		}
+	}
+}
+
+func TestSplitPrefixes(t *testing.T) {
+	t.Parallel()
+	got := strings.Join(splitPrefixes(" /docker/, proxybench-swarm/ ,,"), "|")
+	if got != "/docker/|/proxybench-swarm/" {
+		t.Errorf("splitPrefixes = %q", got)
 	}
 }
 

@@ -4,6 +4,9 @@
 # path of report.md last. A stack it started it stops again (keeping the
 # Prometheus volume); a stack that was already up is left up. Ctrl-C ends
 # the current cell, keeps every finished one and still writes the report.
+# -dist swarm (make bench DIST=swarm) runs on the Docker Swarm stack of
+# scripts/swarm.sh instead: set up when none is, torn down again if this
+# script set it up, the loadgen and its workers in the node's namespace.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'bench: %s\n' "$*" >&2; }
@@ -11,7 +14,7 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 # The flags this script itself needs are read the way Go's flag package
 # reads them (-f v, -f=v, --f v, --f=v); everything goes on to the loadgen,
 # which rejects what it does not know.
-results=results run="" maddr="" placement="" planfile=""
+results=results run="" maddr="" placement="" planfile="" dist=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   a=${args[i]}
@@ -19,6 +22,10 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   name=${a%%=*} val=""
   if [[ $a == *=* ]]; then val=${a#*=}; else val=${args[i+1]:-}; fi
   case $name in
+    -dist) # this script's alone: taken out of what the loadgen gets
+      dist=$val
+      if [[ $a == *=* ]]; then args=("${args[@]:0:i}" "${args[@]:i+1}"); else args=("${args[@]:0:i}" "${args[@]:i+2}"); fi
+      i=$((i - 1)) ;;
     -results) results=$val ;;
     -run) run=$val ;;
     -metrics-addr) maddr=$val ;;
@@ -28,33 +35,60 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 [ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
-# The stack and the loadgen follow one CPU placement (README, Placement):
-# -placement, else PLACEMENT, else the plan file's section, else auto.
-if [ -z "$placement" ] && [ -n "${PLACEMENT:-}" ]; then placement=$PLACEMENT; args+=(-placement "$placement"); fi
-export PLACEMENT=$placement PLAN=$planfile
+case ${dist:-local} in
+  local | swarm) ;;
+  *) say "DIST=$dist: want local (the compose stack, the default) or swarm (a Docker Swarm stack, docs/swarm.md)"; exit 2 ;;
+esac
 
-ENGINE_COMPOSE=skip scripts/engine.sh || exit 1 # stack.sh up ensures compose
-# The loadgen's /metrics binds where Prometheus can reach it and no wider:
-# loopback on the host network, LISTEN when the lab is exposed, and the
-# docker bridge's gateway (host.docker.internal to Prometheus) on the bridge.
-if [ -z "$maddr" ]; then
-  maddr=${LISTEN:-127.0.0.1}:9500
-  if [ "${HOSTNET:-1}" != 1 ] && [ "${LISTEN:-127.0.0.1}" = 127.0.0.1 ]; then
-    gw=$(scripts/compose.sh --gateway)
-    maddr=${gw:-127.0.0.1}:9500
+if [ "$dist" = swarm ]; then
+  # A Swarm stack has no cpusets (docs/swarm.md, Parity): placement none,
+  # with the quotas of auto that scripts/swarm.sh gives the proxies.
+  [ -z "${placement:-${PLACEMENT:-}}" ] || [ "${placement:-$PLACEMENT}" = none ] ||
+    { say "DIST=swarm: a Swarm stack cannot pin CPUs, so PLACEMENT must be none (or unset), not ${placement:-$PLACEMENT}"; exit 2; }
+  [ -n "$planfile" ] && say "DIST=swarm: the plan's placement section is not applied (no cpusets in Swarm)"
+  [ -n "$placement" ] || args+=(-placement none)
+  export PLACEMENT=none PLAN=$planfile
+  started=0
+  if scripts/swarm.sh status >/dev/null 2>&1; then
+    say "swarm stack already up: using it and leaving it up"
+  else
+    started=1
+    scripts/swarm.sh up || { scripts/swarm.sh down; exit 1; }
   fi
-  args+=(-metrics-addr "$maddr")
-fi
-started=0
-if scripts/stack.sh running; then
-  # up again: compose recreates only the containers whose placement changed.
-  say "stack already up: using it (with this run's placement) and leaving it up"
-  scripts/stack.sh up || exit 1
+  cleanup() { [ $started = 1 ] && scripts/swarm.sh down; }
+  eval "$(scripts/swarm.sh env)"
+  [ -n "$maddr" ] || args+=(-metrics-addr "$SWARM_METRICS_HOST:9500")
+  prom=${PROM:-$SWARM_PROM} lock=.cache/swarm.lock in_lab=(scripts/swarm.sh exec)
 else
-  started=1
-  scripts/stack.sh up || { scripts/stack.sh stop; exit 1; }
+  # The stack and the loadgen follow one CPU placement (README, Placement):
+  # -placement, else PLACEMENT, else the plan file's section, else auto.
+  if [ -z "$placement" ] && [ -n "${PLACEMENT:-}" ]; then placement=$PLACEMENT; args+=(-placement "$placement"); fi
+  export PLACEMENT=$placement PLAN=$planfile
+
+  ENGINE_COMPOSE=skip scripts/engine.sh || exit 1 # stack.sh up ensures compose
+  # The loadgen's /metrics binds where Prometheus can reach it and no wider:
+  # loopback on the host network, LISTEN when the lab is exposed, and the
+  # docker bridge's gateway (host.docker.internal to Prometheus) on the bridge.
+  if [ -z "$maddr" ]; then
+    maddr=${LISTEN:-127.0.0.1}:9500
+    if [ "${HOSTNET:-1}" != 1 ] && [ "${LISTEN:-127.0.0.1}" = 127.0.0.1 ]; then
+      gw=$(scripts/compose.sh --gateway)
+      maddr=${gw:-127.0.0.1}:9500
+    fi
+    args+=(-metrics-addr "$maddr")
+  fi
+  started=0
+  if scripts/stack.sh running; then
+    # up again: compose recreates only the containers whose placement changed.
+    say "stack already up: using it (with this run's placement) and leaving it up"
+    scripts/stack.sh up || exit 1
+  else
+    started=1
+    scripts/stack.sh up || { scripts/stack.sh stop; exit 1; }
+  fi
+  cleanup() { [ $started = 1 ] && scripts/stack.sh stop; }
+  prom=${PROM:-http://127.0.0.1:9090} lock=.cache/stack.lock in_lab=()
 fi
-cleanup() { [ $started = 1 ] && scripts/stack.sh stop; }
 trap cleanup EXIT
 # Ctrl-C reaches the loadgen too (same process group); it ends the cell and
 # returns. This shell must survive it to write the report and clean up.
@@ -65,10 +99,10 @@ go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./
 
 # One load on the stack at a time (scripts/e2e.sh and tests take it too).
 mkdir -p .cache
-flock -n .cache/stack.lock true || say "waiting for another run on the stack to finish (.cache/stack.lock)"
-flock .cache/stack.lock .cache/dist/loadgen run "${args[@]}"
+flock -n "$lock" true || say "waiting for another run on the stack to finish ($lock)"
+flock "$lock" "${in_lab[@]}" .cache/dist/loadgen run "${args[@]}"
 lrc=$?
-.cache/dist/reporter build -prom "${PROM:-http://127.0.0.1:9090}" -run "$run" -results "$results"
+.cache/dist/reporter build -prom "$prom" -run "$run" -results "$results"
 rrc=$?
 if [ -f "$results/$run/report.md" ]; then
   echo "report: $results/$run/report.md"

@@ -25,6 +25,8 @@
 #           After a crash at any point it removes what is left, and up
 #           starts by doing the same when its daemon is gone.
 #   status  what exists and answers; exit 0 when the stack runs n/n
+#   exec CMD...  CMD in the node's network namespace, DOCKER_HOST its daemon
+#   env     the swarm's addresses as shell assignments (SWARM_PROM, ...)
 # SWARM_WAIT (default 180) bounds how many seconds up waits for the services.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -184,7 +186,7 @@ swarm_up() {
 # the variables `stack.sh up` sets (placement, TLS).
 compose_model() {
   # shellcheck disable=SC2046
-  HOSTNET=0 HOST_GATEWAY=host-gateway SWARM_ENGINE_RUN=$SOCK_DIR \
+  PLACEMENT=none PLAN= HOSTNET=0 HOST_GATEWAY=host-gateway SWARM_ENGINE_RUN=$SOCK_DIR EXPORTER_CGROUP_PREFIXES=/$CGROUP/ \
     scripts/stack.sh compose -f compose/docker-compose.swarm.yml config "$@" $(scripts/stack.sh services)
 }
 
@@ -209,11 +211,16 @@ deploy() {
   dk stack deploy --detach=true --prune --resolve-image never -c "$STATE/stack.json" "$STACK" >&2
 }
 
-# converged: every service of the stack runs all its replicas.
+# converged: every service of the stack runs all its replicas, and none is
+# still being updated (a deploy over a running stack changes its services
+# one task at a time: the old tasks count as running until replaced).
 converged() {
-  local lines
+  local lines ids
   lines=$(dk service ls --filter "label=com.docker.stack.namespace=$STACK" --format '{{.Replicas}}' 2>/dev/null) || return 1
-  [ -n "$lines" ] && ! grep -qvE '^([1-9][0-9]*)/\1( |$)' <<<"$lines"
+  [ -n "$lines" ] && ! grep -qvE '^([1-9][0-9]*)/\1( |$)' <<<"$lines" || return 1
+  ids=$(dk service ls -q --filter "label=com.docker.stack.namespace=$STACK") || return 1
+  # shellcheck disable=SC2086
+  ! dk service inspect -f '{{if .UpdateStatus}}{{.UpdateStatus.State}}{{end}}' $ids | grep -qE 'updating|rollback_started|paused'
 }
 
 wait_converged() {
@@ -279,5 +286,21 @@ case ${1:-} in
     dk node inspect self -f '{{range $k, $v := .Spec.Labels}}{{$k}}={{$v}} {{end}}' >&2 2>/dev/null || true
     dk service ls --filter "label=com.docker.stack.namespace=$STACK" >&2 2>/dev/null || true
     converged ;;
-  *) echo "usage: swarm.sh up|down|status" >&2; exit 2 ;;
+  exec)
+    # exec CMD...: CMD where a load node's processes run, in the node's
+    # network namespace with the swarm daemon as DOCKER_HOST (the loadgen,
+    # its workers and the tests; make bench DIST=swarm).
+    shift
+    [ $# -gt 0 ] || { say "usage: swarm.sh exec CMD [ARG...]"; exit 2; }
+    answers || { say "no swarm daemon answers on $SOCK: scripts/swarm.sh up first"; exit 1; }
+    exec nsenter --net=/run/netns/"$NS" env DOCKER_HOST="unix://$SOCK" "$@" ;;
+  env)
+    # What a run on the swarm needs to know, as shell assignments.
+    echo "SWARM_DOCKER_HOST=unix://$SOCK"
+    echo "SWARM_NODE_ADDR=$NODE_ADDR"
+    echo "SWARM_PROM=http://$NODE_ADDR:9090"
+    # host.docker.internal in a task: where Prometheus scrapes the loadgen
+    # and its workers, which listen there inside the namespace.
+    echo "SWARM_METRICS_HOST=${BIP%/*}" ;;
+  *) echo "usage: swarm.sh up|down|status|exec CMD...|env" >&2; exit 2 ;;
 esac

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -52,11 +53,17 @@ type Container struct {
 	// CpuPeriod), 0 for none. Empty in List.
 	Cpuset string
 	CPUs   float64
+	// Node is the Swarm node a task's container runs on (its hostname,
+	// else its node id); "" for a container that is not a Swarm task.
+	Node string
 }
 
 // Client is a connection to the Docker engine.
 type Client struct {
 	api *client.Client
+
+	nodesMu sync.Mutex
+	nodes   map[string]string // Swarm node id -> hostname
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST etc.,
@@ -89,9 +96,27 @@ func (c *Client) Ping(ctx context.Context) error {
 func IsNotFound(err error) bool { return client.IsErrNotFound(err) }
 
 // Containers lists every container, stopped ones included, of the compose
-// project, each inspected so StartedAt is exact.
+// project, each inspected so StartedAt is exact. Of a Swarm service only
+// its current task's containers are listed (currentTask), not the task
+// history Swarm keeps.
 func (c *Client) Containers(ctx context.Context, project string) ([]Container, error) {
-	return c.list(ctx, LabelProject+"="+project)
+	all, err := c.list(ctx, LabelProject+"="+project)
+	if err != nil {
+		return nil, err
+	}
+	var order []string
+	by := map[string][]Container{}
+	for _, ctr := range all {
+		if _, ok := by[ctr.Service]; !ok {
+			order = append(order, ctr.Service)
+		}
+		by[ctr.Service] = append(by[ctr.Service], ctr)
+	}
+	out := make([]Container, 0, len(all))
+	for _, svc := range order {
+		out = append(out, currentTask(by[svc])...)
+	}
+	return out, nil
 }
 
 // ContainersWithLabel lists every container carrying the label (key or
@@ -121,7 +146,7 @@ func (c *Client) list(ctx context.Context, label string) ([]Container, error) {
 
 // Service finds the one container of a compose service.
 func (c *Client) Service(ctx context.Context, project, service string) (Container, error) {
-	ctrs, err := c.list(ctx, LabelProject+"="+project)
+	ctrs, err := c.Containers(ctx, project)
 	if err != nil {
 		return Container{}, err
 	}
@@ -139,6 +164,60 @@ func (c *Client) Service(ctx context.Context, project, service string) (Containe
 	default:
 		return Container{}, fmt.Errorf("%d containers for service %q in compose project %q; proxybench expects one", len(found), service, project)
 	}
+}
+
+// Labels Docker Swarm puts on a task's container: its task, and the node
+// that runs it.
+const (
+	LabelSwarmTask = "com.docker.swarm.task.id"
+	LabelSwarmNode = "com.docker.swarm.node.id"
+)
+
+// nodeName is a Swarm node's hostname, asked once; only a manager can
+// tell, so on a worker node (or an error) it is the node id.
+func (c *Client) nodeName(ctx context.Context, id string) string {
+	c.nodesMu.Lock()
+	defer c.nodesMu.Unlock()
+	if n, ok := c.nodes[id]; ok {
+		return n
+	}
+	name := id
+	if n, _, err := c.api.NodeInspectWithRaw(ctx, id); err == nil && n.Description.Hostname != "" {
+		name = n.Description.Hostname
+	}
+	if c.nodes == nil {
+		c.nodes = map[string]string{}
+	}
+	c.nodes[id] = name
+	return name
+}
+
+// currentTask narrows a service's containers to its current one when they
+// are Swarm tasks: Swarm keeps the containers of replaced or failed tasks
+// (its task history) beside the live one. The live ones are kept; when
+// none is live, the one started last (the service's latest task, dead).
+// Containers that are not all Swarm tasks are returned as they are.
+func currentTask(ctrs []Container) []Container {
+	if len(ctrs) < 2 {
+		return ctrs
+	}
+	var live []Container
+	last := ctrs[0]
+	for _, c := range ctrs {
+		if c.Labels[LabelSwarmTask] == "" {
+			return ctrs
+		}
+		if c.Running || c.State == "restarting" || c.State == "created" {
+			live = append(live, c)
+		}
+		if c.StartedAt.After(last.StartedAt) {
+			last = c
+		}
+	}
+	if len(live) == 0 {
+		return []Container{last}
+	}
+	return live
 }
 
 // Inspect reads one container's current state.
@@ -166,6 +245,9 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 			}
 			ctr.CPUs = float64(h.CPUQuota) / float64(period)
 		}
+	}
+	if id := ctr.Labels[LabelSwarmNode]; id != "" {
+		ctr.Node = c.nodeName(ctx, id)
 	}
 	if r.State != nil {
 		ctr.State = r.State.Status

@@ -250,3 +250,31 @@ func TestDemuxRejectsTTYStream(t *testing.T) {
 		t.Errorf("err = %v, want a hint about TTY", err)
 	}
 }
+
+func TestCurrentTask(t *testing.T) {
+	t.Parallel()
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	task := map[string]string{LabelSwarmTask: "t"}
+	old := Container{ID: "old", State: "exited", Labels: task, StartedAt: at(1)}
+	failed := Container{ID: "failed", State: "exited", Labels: task, StartedAt: at(3)}
+	live := Container{ID: "live", State: "running", Running: true, Labels: task, StartedAt: at(2)}
+	ids := func(cs []Container) (s []string) {
+		for _, c := range cs {
+			s = append(s, c.ID)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		in   []Container
+		want string
+	}{
+		{[]Container{old, live, failed}, "live"},             // the task history goes
+		{[]Container{old, failed}, "failed"},                 // none live: the latest, dead
+		{[]Container{live, {ID: "compose"}}, "live compose"}, // not all tasks: as they are
+		{[]Container{old}, "old"},
+	} {
+		if got := strings.Join(ids(currentTask(tc.in)), " "); got != tc.want {
+			t.Errorf("currentTask(%v) = %s, want %s", ids(tc.in), got, tc.want)
+		}
+	}
+}

@@ -47,4 +47,7 @@ type ContainerCPUs struct {
 	State   string  `json:"state"`  // running, paused, exited...
 	Cpuset  string  `json:"cpuset"` // HostConfig.CpusetCpus; "" = every CPU
 	CPUs    float64 `json:"cpus"`   // CPU quota in cores; 0 = none
+	// Node is the Docker Swarm node that runs it (a stack's task); absent
+	// for a compose container.
+	Node string `json:"node,omitempty"`
 }

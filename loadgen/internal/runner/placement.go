@@ -40,7 +40,7 @@ func (r *Runner) place(ctx context.Context) (*manifest.Placement, error) {
 				continue
 			}
 			rec.Containers = append(rec.Containers, manifest.ContainerCPUs{Name: c.Name, Service: c.Service, Role: role,
-				State: c.State, Cpuset: c.Cpuset, CPUs: c.CPUs})
+				State: c.State, Cpuset: c.Cpuset, CPUs: c.CPUs, Node: c.Node})
 		}
 		// In role order, then by name: the manifest and the error read alike every time.
 		slices.SortFunc(rec.Containers, func(a, b manifest.ContainerCPUs) int {

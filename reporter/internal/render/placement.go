@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -41,6 +42,18 @@ func placementTables(p *report.Placement) []Table {
 	}
 	ctrs := Table{Caption: "Containers at the run's start (docker inspect)", Header: []string{"container", "role", "CPUs", "CPU quota", "as planned"},
 		Right: []bool{false, false, false, true, false}}
+	nodes := map[string]bool{}
+	for _, c := range p.Containers {
+		if c.Node != "" {
+			nodes[c.Node] = true
+		}
+	}
+	if len(nodes) > 0 {
+		// A Swarm stack: where each task runs is part of the placement.
+		ctrs.Header = append(ctrs.Header, "Swarm node")
+		ctrs.Right = append(ctrs.Right, false)
+		ctrs.Notes = append(ctrs.Notes, fmt.Sprintf("The containers are the tasks of a Docker Swarm stack on %d node(s), placed by their node labels (docs/swarm.md). Swarm sets no cpusets: on a node, every task may run on every CPU.", len(nodes)))
+	}
 	for _, c := range p.Containers {
 		quota := "none"
 		if c.CPUs > 0 {
@@ -50,7 +63,11 @@ func placementTables(p *report.Placement) []Table {
 		if !c.AsPlanned {
 			ok = Cell{Text: "✗", Class: "invalid"}
 		}
-		ctrs.Rows = append(ctrs.Rows, []Cell{txt(c.Name), txt(c.Role), txt(cpus(c.Cpuset)), txt(quota), ok})
+		row := []Cell{txt(c.Name), txt(c.Role), txt(cpus(c.Cpuset)), txt(quota), ok}
+		if len(nodes) > 0 {
+			row = append(row, txt(cmp.Or(c.Node, "not a task")))
+		}
+		ctrs.Rows = append(ctrs.Rows, row)
 	}
 	if len(p.Containers) == 0 {
 		ctrs.Notes = []string{"No container was inspected: the run had no Docker."}

@@ -23,6 +23,11 @@ func TestPlacementSection(t *testing.T) {
 			{ContainerCPUs: manifest.ContainerCPUs{Name: "proxybench-origin-fast", Role: "origins", Cpuset: "0"}, AsPlanned: true},
 		},
 		Mismatches: []string{"proxybench-caddy has a CPU quota of 0.7, the plan gives every proxy 1"}}
+	swarm := &report.Placement{Mode: "none", Reason: "no cpusets", CPUs: 2, Online: "0-1", ProxyCPUs: 2, Workers: 2,
+		Containers: []report.PlacedContainer{
+			{ContainerCPUs: manifest.ContainerCPUs{Name: "proxybench_nginx.1.abc", Role: "proxy", CPUs: 2, Node: "node-b"}, AsPlanned: true},
+			{ContainerCPUs: manifest.ContainerCPUs{Name: "proxybench_origin-fast.1.def", Role: "origins", Node: "node-a"}, AsPlanned: true},
+		}}
 	for _, tc := range []struct {
 		name      string
 		env       report.Environment
@@ -39,6 +44,12 @@ func TestPlacementSection(t *testing.T) {
 			"| proxybench-origin-fast | origins | 0 | none | ✓ |",
 			"| does not isolate | The CPUs the loadgen, the origins and observability share (CPU 0 in this placement)",
 			"| isolates | While a proxy is measured, every other proxy is frozen",
+		}},
+		{name: "swarm", env: report.Environment{Placement: swarm, Isolation: report.IsolationStatement(&on, swarm)}, has: []string{
+			"| container | role | CPUs | CPU quota | as planned | Swarm node |",
+			"| proxybench_nginx.1.abc | proxy | all | 2 | ✓ | node-b |",
+			"| proxybench_origin-fast.1.def | origins | all | none | ✓ | node-a |",
+			"tasks of a Docker Swarm stack on 2 node(s)",
 		}},
 		{name: "no placement", env: report.Environment{Isolation: report.IsolationStatement(nil, nil)}, has: []string{
 			"| placement | not recorded (the manifest has none) |",
