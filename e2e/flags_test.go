@@ -143,7 +143,13 @@ func promURL() string {
 // reportCells runs `reporter build` and returns report.json's cells by id.
 func reportCells(t *testing.T, results, run string) map[string]flagCell {
 	t.Helper()
-	prom := promURL()
+	return reportCellsFrom(t, promURL(), results, run)
+}
+
+// reportCellsFrom is reportCells with the report built from Prometheus at
+// prom.
+func reportCellsFrom(t *testing.T, prom, results, run string) map[string]flagCell {
+	t.Helper()
 	out, err := exec.Command(bin(t, "reporter"), "build", "-prom", prom, "-run", run, "-results", results).CombinedOutput()
 	if code := exitCode(err); code != 0 && code != 3 { // 3: report written, an SLO failed
 		t.Fatalf("reporter: %v\n%s", err, out)

@@ -80,7 +80,18 @@ func TestThreeLoadgensServerSide(t *testing.T) {
 	if len(got) != 1 || len(man.Cells) != 1 {
 		t.Fatalf("%d report cells, %d manifest cells; want 1", len(got), len(man.Cells))
 	}
-	c, m := got[0], man.Cells[0]
+	checkMergedCell(t, got[0], man.Cells[0], took)
+	if _, err := os.Stat(filepath.Join(targets, stack.WorkerTargetsFile)); err == nil {
+		t.Errorf("the workers' targets are left in %s after the run", targets)
+	}
+}
+
+// checkMergedCell holds a 3-worker cell's report (rebuilt from Prometheus)
+// to its manifest: the same request and status counts, p50 and p99 within
+// the native-histogram bound of the exact merge, and the workers' counts
+// summing to the cell's.
+func checkMergedCell(t *testing.T, c workersCell, m manifest.Cell, took time.Duration) {
+	t.Helper()
 	t.Logf("run took %v; Prometheus: %d requests, p50 %v p99 %v; manifest: %d requests, exact p50 %v p99 %v; flags %v",
 		took.Round(100*time.Millisecond), c.Requests, deref(c.Latency.P50), deref(c.Latency.P99), m.Requests, m.Latency.P50, m.Latency.P99, c.Validity.Flags)
 	for _, f := range c.Validity.Flags {
@@ -121,8 +132,5 @@ func TestThreeLoadgensServerSide(t *testing.T) {
 	}
 	if len(c.Workers) != 3 || sum != m.Requests {
 		t.Errorf("the report's %d workers count %d requests, the cell %d", len(c.Workers), sum, m.Requests)
-	}
-	if _, err := os.Stat(filepath.Join(targets, stack.WorkerTargetsFile)); err == nil {
-		t.Errorf("the workers' targets are left in %s after the run", targets)
 	}
 }

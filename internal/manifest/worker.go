@@ -46,6 +46,11 @@ type Worker struct {
 	Capped    int64      `json:"capped,omitempty"`
 	LagP99S   float64    `json:"lag_p99_seconds,omitempty"`
 	Latency   Latency    `json:"latency"` // its exact HdrHistogram's percentiles (the cell's is the merge)
+	// Histogram is that HdrHistogram itself (latency in µs), in
+	// HdrHistogram's V2 compressed encoding, base64 ("HISTF..."), which
+	// HdrHistogram's libraries decode: the cell's latency is the merge of
+	// its workers' histograms, and anyone can merge them again.
+	Histogram string `json:"histogram,omitempty"`
 
 	// Loadgen is the worker process's CPU capacity and use over its window;
 	// its role in the cell's contention is the Contention role with its

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/attack"
 )
@@ -22,6 +24,11 @@ func workers(ws []attack.WorkerResult) []manifest.Worker {
 			mw.Requests, mw.Errors, mw.Late = r.Requests, r.Errors, r.Late
 			mw.Scheduled, mw.Sent, mw.Missed, mw.Capped, mw.LagP99S = r.Scheduled, r.Sent, r.Missed, r.Capped, r.LagP99.Seconds()
 			mw.Latency = manifest.LatencyOf(r.Hist)
+			if r.Hist != nil {
+				if b, err := r.Hist.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+					mw.Histogram = string(b)
+				}
+			}
 		}
 		out = append(out, mw)
 	}

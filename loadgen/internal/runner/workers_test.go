@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"proxybench/internal/manifest"
 	"proxybench/internal/stack"
+	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/fleet"
 	"proxybench/loadgen/internal/fleet/fleettest"
 	"proxybench/loadgen/internal/plan"
@@ -144,5 +147,29 @@ func TestRunOnThreeLoadgens(t *testing.T) {
 		if roles != 3 {
 			t.Errorf("contention roles %+v: want the three workers'", next.Contention.Roles)
 		}
+	}
+}
+
+// Each worker's HdrHistogram is in the manifest, and decodes to the very
+// histogram it sent.
+func TestWorkersKeepTheirHistograms(t *testing.T) {
+	t.Parallel()
+	h := hdrhistogram.New(1, 60_000_000, 3)
+	for v := int64(100); v < 50_000; v += 37 {
+		h.RecordValue(v)
+	}
+	ws := workers([]attack.WorkerResult{
+		{Index: 0, Result: &attack.Result{Requests: h.TotalCount(), Hist: h}},
+		{Index: 1, Err: "loadgen worker 1 died mid-cell"},
+	})
+	if ws[1].Histogram != "" || ws[1].Status != "failed" {
+		t.Errorf("worker 1 sent nothing yet has %+v", ws[1])
+	}
+	got, err := hdrhistogram.Decode([]byte(ws[0].Histogram))
+	if err != nil {
+		t.Fatalf("decode worker 0's histogram %.20q: %v", ws[0].Histogram, err)
+	}
+	if !got.Equals(h) {
+		t.Errorf("decoded histogram differs: count %d vs %d, p99 %d vs %d", got.TotalCount(), h.TotalCount(), got.ValueAtQuantile(99), h.ValueAtQuantile(99))
 	}
 }
