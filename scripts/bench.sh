@@ -58,7 +58,7 @@ if [ "$dist" = swarm ]; then
   cleanup() { [ $started = 1 ] && scripts/swarm.sh down; }
   eval "$(scripts/swarm.sh env)"
   [ -n "$maddr" ] || args+=(-metrics-addr "$SWARM_METRICS_HOST:9500")
-  prom=${PROM:-$SWARM_PROM} lock=.cache/swarm.lock in_lab=(scripts/swarm.sh exec)
+  prom=${PROM:-$SWARM_PROM} lock=.cache/stack.lock in_lab=(scripts/swarm.sh exec)
 else
   # The stack and the loadgen follow one CPU placement (README, Placement):
   # -placement, else PLACEMENT, else the plan file's section, else auto.

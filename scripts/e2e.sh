@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # e2e.sh: the end-to-end part of `make test`, on the real engine and stack:
+# the Swarm tests on the single-node swarm (scripts/swarm.sh), then the
 # stack up (host networking, offline images when there is no registry),
 # preflight of all 16 routes, a quick bench with assertions on report.json,
 # every dashboard and rule query against the live Prometheus, the exporter's
@@ -15,12 +16,51 @@ unset PLACEMENT PLAN
 t0=$SECONDS
 
 scripts/engine.sh
-# One load on the stack at a time: anything else sending load to the stack takes
-# the same lock (flock .cache/stack.lock ...).
+go build -o .cache/dist/loadgen ./loadgen
+go build -o .cache/dist/reporter ./reporter
+# One load on the stack at a time: anything else sending load to the stack
+# takes the same lock (flock .cache/stack.lock ...); the Swarm tests share
+# the workers' Prometheus targets file with it.
 mkdir -p .cache
 exec 9>.cache/stack.lock
 flock 9
 export PROXYBENCH_STACK_LOCKED=1 # tests below must not wait for it themselves
+
+# The lab on Docker Swarm first, before the compose stack is up: a single
+# node on the project's second daemon (make test brings it up in the
+# background beside lint and fuzzing; alone, this script does). It goes
+# down again beside the compose stack's start, unless it was up before.
+rc=0
+swarm_state=$(scripts/swarm.sh wait) || rc=$?
+if [ $rc = 3 ]; then
+  if scripts/swarm.sh status >/dev/null 2>&1; then
+    swarm_state=up-already
+  else
+    swarm_state=started
+    scripts/swarm.sh up || { scripts/swarm.sh down; exit 1; }
+  fi
+elif [ $rc != 0 ]; then
+  scripts/swarm.sh down
+  exit $rc
+fi
+say "swarm stack up after $((SECONDS - t0)) s"
+mkdir -p .cache/logs/e2e
+set +e
+PROXYBENCH_SWARM=1 go test -tags e2e -count=1 -timeout 5m -v -run '^TestSwarm' ./e2e/ >.cache/logs/e2e/swarm.log 2>&1
+rc=$?
+set -e
+grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
+swarm_down=""
+if [ "$swarm_state" = started ]; then
+  scripts/swarm.sh down >.cache/logs/e2e/swarm-down.log 2>&1 &
+  swarm_down=$!
+fi
+if [ $rc != 0 ]; then
+  cat .cache/logs/e2e/swarm.log
+  [ -z "$swarm_down" ] || wait "$swarm_down"
+  exit $rc
+fi
+
 if scripts/stack.sh running; then
   say "stack already up: using it and leaving it up"
   scripts/stack.sh up
@@ -29,13 +69,15 @@ else
   scripts/stack.sh up
 fi
 say "stack up after $((SECONDS - t0)) s"
+if [ -n "$swarm_down" ]; then
+  wait "$swarm_down" || { say "swarm.sh down failed"; exit 1; }
+  say "swarm down after $((SECONDS - t0)) s"
+fi
 
 # The studies' end-to-end tests run iperf3 and a host nginx.
 source scripts/hostpkgs.sh
 study_needs cc
 study_needs netstack
-go build -o .cache/dist/loadgen ./loadgen
-go build -o .cache/dist/reporter ./reporter
 .cache/dist/loadgen preflight -proxies nginx,haproxy,traefik,caddy -origins node,python,go,fast -wait 60s
 
 run=e2e-$(date -u +%Y%m%dT%H%M%SZ)
@@ -54,7 +96,7 @@ export PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090
 mkdir -p .cache/logs/e2e
 log=.cache/logs/e2e/go-test.log
 set +e
-go test -tags e2e -count=1 -p 1 -timeout 15m -v ./e2e/... >"$log" 2>&1
+go test -tags e2e -count=1 -p 1 -timeout 15m -v -skip '^TestSwarm' ./e2e/... >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true

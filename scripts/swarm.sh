@@ -25,6 +25,8 @@
 #           After a crash at any point it removes what is left, and up
 #           starts by doing the same when its daemon is gone.
 #   status  what exists and answers; exit 0 when the stack runs n/n
+#   start   up in the background, unless the stack already runs; wait
+#           collects its exit status (and says whether it brought it up)
 #   exec CMD...  CMD in the node's network namespace, DOCKER_HOST its daemon
 #   env     the swarm's addresses as shell assignments (SWARM_PROM, ...)
 # SWARM_WAIT (default 180) bounds how many seconds up waits for the services.
@@ -286,6 +288,40 @@ case ${1:-} in
     dk node inspect self -f '{{range $k, $v := .Spec.Labels}}{{$k}}={{$v}} {{end}}' >&2 2>/dev/null || true
     dk service ls --filter "label=com.docker.stack.namespace=$STACK" >&2 2>/dev/null || true
     converged ;;
+  start)
+    # up in the background (make test overlaps it with lint and fuzzing);
+    # `wait` collects it. Nothing is started when the stack already runs.
+    mkdir -p "$STATE"
+    rm -f "$STATE/start.rc" "$STATE/start.state"
+    if "$0" status >/dev/null 2>&1; then
+      echo up-already >"$STATE/start.state"
+      say "the stack already runs: nothing to start"
+      exit 0
+    fi
+    echo started >"$STATE/start.state"
+    setsid bash -c '"$0" up >"$1/start.log" 2>&1; echo $? >"$1/start.rc"' "$0" "$STATE" </dev/null >/dev/null 2>&1 &
+    say "up started in the background (log: $STATE/start.log)" ;;
+  wait)
+    # wait for `start`'s up: its exit status; 3 when no start is pending.
+    # Prints "started" or "up-already" (whether this start brought it up).
+    [ -f "$STATE/start.state" ] || { say "no swarm.sh start is pending"; exit 3; }
+    deadline=$((SECONDS + ${SWARM_WAIT:-180} + 120))
+    until [ -f "$STATE/start.rc" ] || [ "$(cat "$STATE/start.state")" = up-already ]; do
+      [ $SECONDS -lt $deadline ] || { say "swarm.sh up has not finished (log: $STATE/start.log)"; exit 1; }
+      sleep 1
+    done
+    state=$(cat "$STATE/start.state")
+    rm -f "$STATE/start.state"
+    if [ "$state" = started ]; then
+      rc=$(cat "$STATE/start.rc")
+      if [ "$rc" != 0 ]; then
+        say "swarm.sh up failed (exit $rc):"
+        cat "$STATE/start.log" >&2
+        exit "$rc"
+      fi
+      grep '^swarm: ' "$STATE/start.log" | tail -1 >&2 || true
+    fi
+    echo "$state" ;;
   exec)
     # exec CMD...: CMD where a load node's processes run, in the node's
     # network namespace with the swarm daemon as DOCKER_HOST (the loadgen,
@@ -302,5 +338,5 @@ case ${1:-} in
     # host.docker.internal in a task: where Prometheus scrapes the loadgen
     # and its workers, which listen there inside the namespace.
     echo "SWARM_METRICS_HOST=${BIP%/*}" ;;
-  *) echo "usage: swarm.sh up|down|status|exec CMD...|env" >&2; exit 2 ;;
+  *) echo "usage: swarm.sh up|down|status|start|wait|exec CMD...|env" >&2; exit 2 ;;
 esac
