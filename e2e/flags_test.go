@@ -688,7 +688,7 @@ func (sm *sampler) at(t *testing.T, ts time.Time) (v float64, ok bool) {
 // TestProxyCPUMatchesCgroup checks the reported proxy CPU against the
 // proxy container's cgroup counter read by this test every 2 ms, on 5 s
 // cells at different loads and phases (idle before the window, a warm-up
-// right before it, open and closed loop) and on a 15 s cell: within 3 % or
+// right before it, open and closed loop) and on a 10 s cell: within 3 % or
 // 0.02 cores.
 func TestProxyCPUMatchesCgroup(t *testing.T) {
 	results := t.TempDir()
@@ -703,7 +703,7 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 		{"cpu5c", []string{"-tier", "5s", "-rate", "3000", "-concurrency", "50"}},
 	}
 	if os.Getenv("PROXYBENCH_E2E_SHORT") == "" {
-		runs = append(runs, run{"cpu15", []string{"-tier", "15s", "-concurrency", "20", "-warmup", "3s"}})
+		runs = append(runs, run{"cpu10", []string{"-tier", "10s", "-concurrency", "20", "-warmup", "2s"}})
 	}
 	all := map[string]flagCell{}
 	for i, r := range runs {
