@@ -26,6 +26,10 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 csv = $(subst $(space),$(comma),$(strip $(1)))
+# given VAR,FLAGS: FLAGS only when VAR was set on the command line or in the
+# environment, so that a PLAN file's keys hold unless a variable overrides
+# them (the defaults above are the loadgen's own).
+given = $(if $(filter file,$(origin $(1))),,$(2))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 .PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e engine clean
@@ -34,9 +38,9 @@ help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
 bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST PLAN RUN RESULTS)
-	@scripts/bench.sh -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
-	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(REPEATS)' \
-	  -isolate='$(ISOLATE)' -order '$(ORDER)' -seed '$(SEED)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+	@scripts/bench.sh $(call given,TIER,-tier '$(TIER)') $(call given,PROXIES,-proxies '$(call csv,$(PROXIES))') $(call given,ORIGINS,-origins '$(call csv,$(ORIGINS))') \
+	  $(call given,SCENARIOS,-scenarios '$(call csv,$(SCENARIOS))') $(call given,CONCURRENCY,-concurrency '$(CONCURRENCY)') $(call given,RATE,-rate '$(RATE)') $(call given,REPEATS,-repeats '$(REPEATS)') \
+	  $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
 # A duet and an observer study need pairs: 10 unless REPEATS is given (on a
 # 2-core VM whose hypervisor steals up to a third of a CPU in bursts, 5 pairs

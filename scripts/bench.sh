@@ -14,7 +14,7 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 # The flags this script itself needs are read the way Go's flag package
 # reads them (-f v, -f=v, --f v, --f=v); everything goes on to the loadgen,
 # which rejects what it does not know.
-results=results run="" maddr="" placement="" planfile="" dist=""
+results=results run="" maddr="" placement="" planfile=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   a=${args[i]}
@@ -22,10 +22,6 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   name=${a%%=*} val=""
   if [[ $a == *=* ]]; then val=${a#*=}; else val=${args[i+1]:-}; fi
   case $name in
-    -dist) # this script's alone: taken out of what the loadgen gets
-      dist=$val
-      if [[ $a == *=* ]]; then args=("${args[@]:0:i}" "${args[@]:i+1}"); else args=("${args[@]:0:i}" "${args[@]:i+2}"); fi
-      i=$((i - 1)) ;;
     -results) results=$val ;;
     -run) run=$val ;;
     -metrics-addr) maddr=$val ;;
@@ -35,17 +31,17 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   esac
 done
 [ -n "$run" ] || { run=$(date -u +%Y%m%dT%H%M%SZ); args+=(-run "$run"); }
-case ${dist:-local} in
-  local | swarm) ;;
-  *) say "DIST=$dist: want local (the compose stack, the default) or swarm (a Docker Swarm stack, docs/swarm.md)"; exit 2 ;;
-esac
+export CGO_ENABLED=0
+go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./reporter || exit 1
+# Where the lab runs: -dist, else the plan file's dist key, else local. The
+# loadgen reads both, as its run will (and rejects a bad value).
+dist=$(.cache/dist/loadgen run "${args[@]}" -show dist) || exit 2
 
 if [ "$dist" = swarm ]; then
   # A Swarm stack has no cpusets (docs/swarm.md, Parity): placement none,
   # with the quotas of auto that scripts/swarm.sh gives the proxies.
   [ -z "${placement:-${PLACEMENT:-}}" ] || [ "${placement:-$PLACEMENT}" = none ] ||
     { say "DIST=swarm: a Swarm stack cannot pin CPUs, so PLACEMENT must be none (or unset), not ${placement:-$PLACEMENT}"; exit 2; }
-  [ -n "$planfile" ] && say "DIST=swarm: the plan's placement section is not applied (no cpusets in Swarm)"
   [ -n "$placement" ] || args+=(-placement none)
   export PLACEMENT=none PLAN=$planfile
   started=0
@@ -93,9 +89,6 @@ trap cleanup EXIT
 # Ctrl-C reaches the loadgen too (same process group); it ends the cell and
 # returns. This shell must survive it to write the report and clean up.
 trap 'say "interrupted: finishing the report of what was measured"' INT TERM
-
-export CGO_ENABLED=0
-go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./reporter || exit 1
 
 # One load on the stack at a time (scripts/e2e.sh and tests take it too).
 mkdir -p .cache

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +51,8 @@ var fields = []field{
 		get: func(p *Plan) string { return strconv.FormatFloat(p.MaxRate, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.MaxRate })},
 	{name: "loadgens", usage: "run every cell on `n` loadgen worker processes as one instrument: each sends its segment of the load from one start barrier, and their exact histograms merge into one cell (1 = this process alone)",
 		get: func(p *Plan) string { return strconv.Itoa(p.Loadgens) }, set: intField(func(p *Plan) *int { return &p.Loadgens })},
+	{name: "dist", usage: "where the lab runs: `local` (the compose stack) or swarm (the Docker Swarm stack of scripts/swarm.sh, run in its node's namespace; make bench DIST=swarm)",
+		get: func(p *Plan) string { return p.Dist }, set: func(p *Plan, s string) error { p.Dist = s; return nil }},
 	{name: "stages", usage: "ramp as `duration:target,...` pairs, e.g. 10s:100,30s:500",
 		get: func(p *Plan) string { return formatStages(p.Stages) }, set: func(p *Plan, s string) (err error) { p.Stages, err = ParseStages(s); return err }},
 	{name: "stage-kind", usage: "`what` -stages ramps: rate (open loop) or concurrency (closed loop)",
@@ -129,6 +132,7 @@ func Load(args []string, now time.Time, stderr io.Writer) (*Plan, error) {
 		fs.PrintDefaults()
 	}
 	file := fs.String("plan", "", "YAML plan `file` (keys are the flag names with _ for -); flags override it")
+	show := fs.String("show", "", "print the plan's value of one `key` (a flag name: dist, loadgens, ...) after the plan file and the flags, and exit without running: what scripts read of a plan")
 	def := Default()
 	raw := map[string]*rawValue{}
 	for _, f := range fields {
@@ -160,8 +164,26 @@ func Load(args []string, now time.Time, stderr io.Writer) (*Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if *show != "" {
+		for _, f := range fields {
+			if f.name == *show {
+				v := f.get(&p)
+				if f.name == "dist" {
+					v = cmp.Or(v, DistLocal) // unset is the compose stack
+				}
+				return &p, Shown(v)
+			}
+		}
+		return nil, fmt.Errorf("-show %q: not a plan key; give a flag name such as dist, loadgens or tier", *show)
+	}
 	return &p, nil
 }
+
+// Shown is Load's answer to -show: the value asked for, to print instead
+// of running.
+type Shown string
+
+func (s Shown) Error() string { return "shown: " + string(s) }
 
 // ReadFile reads a YAML plan strictly over the defaults: an unknown key, a
 // wrong type or a bad duration is an error naming the file and line.

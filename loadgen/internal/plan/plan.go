@@ -43,6 +43,7 @@ type Plan struct {
 	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
 	MaxRate     float64  `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
 	Loadgens    int      `yaml:"loadgens" json:"loadgens"`             // loadgen workers running every cell as one instrument (package fleet); 1 = this process alone
+	Dist        string   `yaml:"dist" json:"dist,omitempty"`           // where the lab runs: local (the compose stack) or swarm (scripts/swarm.sh's stack; make bench reads it)
 	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
 	Repeats     int      `yaml:"repeats" json:"repeats"`               //
 	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
@@ -130,6 +131,12 @@ func Default() Plan {
 	}
 }
 
+// Where a run's lab runs (Plan.Dist).
+const (
+	DistLocal = "local"
+	DistSwarm = "swarm"
+)
+
 // MaxLoadgens bounds the loadgen workers of a run (the worker label's
 // values).
 const MaxLoadgens = 64
@@ -201,6 +208,11 @@ func (p *Plan) Validate() error {
 				bad("loadgens %d with concurrency %v: %s", p.Loadgens, pr.Value, pr.Need)
 			}
 		}
+	}
+	switch p.Dist {
+	case "", DistLocal, DistSwarm:
+	default:
+		bad("dist %q: use %s (the compose stack) or %s (the Docker Swarm stack of scripts/swarm.sh)", p.Dist, DistLocal, DistSwarm)
 	}
 	if p.Mode != load.NameStages && len(p.Stages) > 0 {
 		bad("stages given with mode %s: use mode stages or drop the stages", p.Mode)

@@ -183,6 +183,41 @@ func TestLoadgensInPlanFile(t *testing.T) {
 	}
 }
 
+// dist is a plan key; -show prints it (local when unset) instead of
+// running, and a bad value or an unknown key is an error naming it.
+func TestDistAndShow(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(f, []byte("dist: swarm\nloadgens: 3\nconcurrency: 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-plan", f, "-show", "dist"}, "swarm"},
+		{[]string{"-plan", f, "-show", "loadgens"}, "3"},
+		{[]string{"-plan", f, "-dist", "local", "-show", "dist"}, "local"},
+		{[]string{"-show", "dist"}, "local"},
+	} {
+		_, err := Load(tc.args, now, io.Discard)
+		if v, ok := errors.AsType[Shown](err); !ok || string(v) != tc.want {
+			t.Errorf("%v: %v; want Shown(%q)", tc.args, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-dist", "k8s"}, `dist "k8s": use local`},
+		{[]string{"-show", "nope"}, `-show "nope": not a plan key`},
+	} {
+		if _, err := Load(tc.args, now, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 func TestHelpListsEveryFlag(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer

@@ -79,6 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
+	if v, ok := errors.AsType[plan.Shown](err); ok {
+		fmt.Fprintln(stdout, string(v))
+		return ExitOK
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
 		return ExitUsage
