@@ -39,16 +39,24 @@ type ceilingScale struct {
 	kneeP99             time.Duration // a step breaks when its p99 exceeds this
 	kneeMaxErrs         float64
 	kneeMaxInFlight     int
+	// settle is the quiet gap before a sample's ceiling when a knee search
+	// ran just before it: that search's tail (requests still draining
+	// through nginx on the proxy's CPUs and the origin on the loadgen's)
+	// would share the CPUs the ceiling measures on. Seen: a capped ceiling
+	// measured right after a knee search broke at 15.5k req/s came out
+	// 6.5 % under its cap.
+	settle time.Duration
 }
 
 func ceilingScaleOf(e *Env) ceilingScale {
 	s := ceilingScale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second, probe: 2 * time.Second,
 		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.025, uncappedTop: 3, cappedStep: 0.15, capShare: 0.5,
-		kneeP99: 200 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000}
+		kneeP99: 200 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000, settle: 3 * time.Second}
 	if e.Tiny() {
 		s.ceilWarmup, s.ceilWin, s.probe = 300*time.Millisecond, time.Second, time.Second
 		s.kneeWarmup, s.kneeStep = 500*time.Millisecond, time.Second
 		s.uncappedStep, s.cappedStep = 0.1, 0.3
+		s.settle = 1500 * time.Millisecond
 	}
 	return s
 }
@@ -70,8 +78,8 @@ func runCeiling(ctx context.Context, e *Env) error {
 	r.Title = "The instrument's ceiling: a knee at the load generator's own limit is not the proxy's"
 	r.Question = "Does a configured rate cap in the load generator (the analogue of a default throughput limit) show up as the proxy's saturation point, and does judging the knee against the instrument's ceiling catch it?"
 	r.Method = []string{
-		fmt.Sprintf("Ceiling: the loadgen (pinned to CPUs %s) drives a trivial server (origins/fast's server, package fastserver, as a process of its own pinned to the proxy's CPUs %s with GOMAXPROCS %d, where the proxy runs) with the open-loop engine the knee search uses, offered far more than it can send (%.0f req/s) with at most %d in flight, for %v after a %v warm-up (excluded), in three windows; the ceiling is the best window's req/s. A knee is an open-loop claim, so it is held to the open-loop engine's ceiling, the one `loadgen run` records as open_ceiling in a run with open-loop cells; measured fresh for every sample (no cache).",
-			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), ceiling.OpenProbeRate, sc.conns, sc.ceilWin, sc.ceilWarmup),
+		fmt.Sprintf("Ceiling: the loadgen (pinned to CPUs %s) drives a trivial server (origins/fast's server, package fastserver, as a process of its own pinned to the proxy's CPUs %s with GOMAXPROCS %d, where the proxy runs) with the open-loop engine the knee search uses, offered far more than it can send (%.0f req/s) with at most %d in flight, for %v after a %v warm-up (excluded), in three windows, %v after the previous sample's knee search; the ceiling is the best window's req/s. A knee is an open-loop claim, so it is held to the open-loop engine's ceiling, the one `loadgen run` records as open_ceiling in a run with open-loop cells; measured fresh for every sample (no cache).",
+			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), ceiling.OpenProbeRate, sc.conns, sc.ceilWin, sc.ceilWarmup, sc.settle),
 		fmt.Sprintf("Knee: `loadgen attack -knee` against the lab's nginx → fast route (%s, the running stack): open-loop steps of %v (the first after a %v warm-up at the start rate, excluded), at most %d in flight; a step breaks when its p99 exceeds %v, its error ratio %.0f %% or fewer than 99 %% of its scheduled sends went out; the knee is the last rate that held.",
 			ceilingTarget, sc.kneeStep, sc.kneeWarmup, sc.kneeMaxInFlight, sc.kneeP99, 100*sc.kneeMaxErrs),
 		fmt.Sprintf("Uncapped: a %v closed-loop probe of the route with %d connections (no warm-up) gives the proxy's rate G; the knee steps are %g %% of G, from that rate up to %g x G.", sc.probe, sc.conns, 100*sc.uncappedStep, sc.uncappedTop),
@@ -114,6 +122,12 @@ func runCeiling(ctx context.Context, e *Env) error {
 	for rep := 1; rep <= repeats && ctx.Err() == nil; rep++ {
 		var uncappedKnee, probe float64
 		for _, v := range []string{ceilingUncapped, ceilingCapped} {
+			if order > 0 {
+				select {
+				case <-time.After(sc.settle):
+				case <-ctx.Done():
+				}
+			}
 			order++
 			s := studydata.Sample{Variant: v, Repeat: rep, Order: order, Start: time.Now().UTC(), Values: map[string]float64{}}
 			maxRate := 0.0
