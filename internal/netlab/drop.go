@@ -244,7 +244,7 @@ const Z99 = 2.5758293035489
 // WilsonInterval is the Wilson score interval of a binomial proportion:
 // k successes in n trials at normal quantile z (Z99 for 99 %).
 func WilsonInterval(k, n uint64, z float64) (lo, hi float64) {
-	e := EstimateLoss([]Counters{{SeenSkbs: n, DropSkbs: k}}, z)
+	e := EstimateLoss([]Counters{{SeenSkbs: n, DropSkbs: k}}, z, 1)
 	return e.Lo, e.Hi
 }
 
@@ -268,11 +268,12 @@ type LossEstimate struct {
 // EstimateLoss pools runs (each a run's counter delta) into one rate and a
 // quasi-binomial interval at normal quantile z (Z99 for 99 %): the binomial
 // (Wilson) interval of the pooled count, widened by the dispersion phi =
-// max(1, Pearson's chi-squared of the runs' drop counts / (runs - 1)). With
-// one run, or runs that agree as binomial counts do, phi is 1 and the
-// interval is the plain Wilson one. The estimate of phi is itself uncertain
-// (few runs); that uncertainty is not in the interval.
-func EstimateLoss(runs []Counters, z float64) LossEstimate {
+// max(minPhi, 1, Pearson's chi-squared of the runs' drop counts / (runs -
+// 1)). minPhi is what is known of the spread beyond the runs at hand (1:
+// nothing). With one run, or runs that agree as binomial counts do, and
+// minPhi 1, the interval is the plain Wilson one. The estimate of phi is
+// itself uncertain (few runs); that uncertainty is not in the interval.
+func EstimateLoss(runs []Counters, z, minPhi float64) LossEstimate {
 	var e LossEstimate
 	for _, r := range runs {
 		if r.SeenSkbs == 0 {
@@ -282,7 +283,7 @@ func EstimateLoss(runs []Counters, z float64) LossEstimate {
 		e.Total = e.Total.Add(r)
 	}
 	e.Rate = e.Total.DropRatio()
-	e.Dispersion = 1
+	e.Dispersion = max(1, minPhi)
 	if e.Runs > 1 && e.Rate > 0 && e.Rate < 1 {
 		var chi2 float64
 		for _, r := range runs {
@@ -293,7 +294,7 @@ func EstimateLoss(runs []Counters, z float64) LossEstimate {
 			d := float64(r.DropSkbs) - want
 			chi2 += d * d / (want * (1 - e.Rate))
 		}
-		e.Dispersion = max(1, chi2/float64(e.Runs-1))
+		e.Dispersion = max(e.Dispersion, chi2/float64(e.Runs-1))
 	}
 	// Wilson's interval of the pooled proportion at the effective sample
 	// size n/phi.

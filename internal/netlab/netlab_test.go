@@ -201,14 +201,14 @@ func TestEstimateLoss(t *testing.T) {
 		return Counters{SeenSkbs: seen, SeenSegs: seen, DropSkbs: drop, DropSegs: drop}
 	}
 	// Three runs that agree within binomial noise: phi 1, the pooled Wilson interval.
-	agree := EstimateLoss([]Counters{run(1e6, 10010), run(1e6, 9990), run(1e6, 10000), {}}, Z99)
+	agree := EstimateLoss([]Counters{run(1e6, 10010), run(1e6, 9990), run(1e6, 10000), {}}, Z99, 1)
 	lo, hi := WilsonInterval(30000, 3e6, Z99)
 	if agree.Runs != 3 || agree.Dispersion != 1 || agree.Lo != lo || agree.Hi != hi || agree.Rate != 0.01 {
 		t.Errorf("agreeing runs: %+v, want phi 1 and [%g, %g]", agree, lo, hi)
 	}
 	// Runs 5 sd apart: phi about 25, the interval about 5 times wider, and
 	// still about the pooled rate.
-	spread := EstimateLoss([]Counters{run(1e6, 10500), run(1e6, 9500), run(1e6, 10000)}, Z99)
+	spread := EstimateLoss([]Counters{run(1e6, 10500), run(1e6, 9500), run(1e6, 10000)}, Z99, 1)
 	if spread.Dispersion < 20 || spread.Dispersion > 30 {
 		t.Errorf("spread runs: phi %g, want about 25", spread.Dispersion)
 	}
@@ -216,7 +216,13 @@ func TestEstimateLoss(t *testing.T) {
 		t.Errorf("spread runs: [%g, %g] (width %g), want about 5 x %g around 1 %%", spread.Lo, spread.Hi, w, w0)
 	}
 	// A biased program is still caught: runs that agree with each other at 1.2 %.
-	if b := EstimateLoss([]Counters{run(1e6, 12010), run(1e6, 11990)}, Z99); b.Lo <= 0.01 {
+	if b := EstimateLoss([]Counters{run(1e6, 12010), run(1e6, 11990)}, Z99, 1); b.Lo <= 0.01 {
 		t.Errorf("1.2 %% in agreeing runs: %+v, want the interval above 1 %%", b)
+	}
+	// A known spread beyond the runs widens agreeing runs too (phi 4: twice
+	// the width), and is reported as their dispersion.
+	if f := EstimateLoss([]Counters{run(1e6, 10010), run(1e6, 9990), run(1e6, 10000)}, Z99, 4); f.Dispersion != 4 ||
+		math.Abs((f.Hi-f.Lo)/(hi-lo)-2) > 0.01 {
+		t.Errorf("minPhi 4: %+v, want phi 4 and twice [%g, %g]", f, lo, hi)
 	}
 }

@@ -268,14 +268,14 @@ func runCC(ctx context.Context, e *Env) error {
 			continue
 		}
 		want := netlab.ThresholdProb(netlab.Threshold(p.Loss))
-		est := netlab.EstimateLoss(runs, netlab.Z99)
+		est := netlab.EstimateLoss(runs, netlab.Z99, ccLossDispersion)
 		c := est.Total
 		pass := est.Lo <= want && want <= est.Hi
 		if p.Loss == 0 {
 			pass = c.DropSkbs == 0
 		}
-		if err := e.AddCheck("loss rate: "+p.Name, pass, "the BPF program dropped %d of %d packets = %.4f %% over %d runs (99 %% interval %.4f–%.4f %%: Wilson's, widened by the runs' dispersion %.2f, 1 = they vary as independent drops do); the profile's rate is %.4f %%",
-			c.DropSkbs, c.SeenSkbs, 100*est.Rate, est.Runs, 100*est.Lo, 100*est.Hi, est.Dispersion, 100*want); err != nil {
+		if err := e.AddCheck("loss rate: "+p.Name, pass, "the BPF program dropped %d of %d packets = %.4f %% over %d runs (99 %% interval %.4f–%.4f %%: Wilson's, widened by a dispersion of %.2f, the larger of the runs' own and the %.1f measured across separate runs of the program on the real path); the profile's rate is %.4f %%",
+			c.DropSkbs, c.SeenSkbs, 100*est.Rate, est.Runs, 100*est.Lo, 100*est.Hi, est.Dispersion, ccLossDispersion, 100*want); err != nil {
 			return err
 		}
 		if p.Loss > 0 {
@@ -301,6 +301,16 @@ func runCC(ctx context.Context, e *Env) error {
 	}
 	return e.Save()
 }
+
+// ccLossDispersion is the spread of the drop program's per-run drop counts
+// on the real path, as a multiple of the binomial variance: over 14 runs of
+// 1.5-3.4 M packets each (UDP and TCP, separate labs and one lab, on a
+// 2-core host) the runs lay 2.06 binomial standard deviations from 1 %
+// (RMS; from -3.3 to +2.7), while 100 ms batches within a run were binomial
+// (0.8-1.2) and the program under BPF test runs too. The runs of one study
+// can share such an offset (a tiny study's three runs: 0.92-0.95 %), so
+// their own dispersion misses it. Its cause is not known.
+const ccLossDispersion = 4.2
 
 // ccOnce runs one iperf3 flow with congestion control algo and reads the
 // socket's congestion control mid-run.
