@@ -178,8 +178,9 @@ swarm_up() {
     dk swarm init --advertise-addr "$NODE_ADDR" --listen-addr "$NODE_ADDR:2377" --data-path-addr "$NODE_ADDR" \
       --default-addr-pool "$OVERLAY_POOL" --default-addr-pool-mask-length 24 >/dev/null
   fi
-  local labels=()
-  for l in $(.cache/dist/loadgen swarmstack -node-labels); do labels+=(--label-add "$l"); done
+  local labels=() l out
+  out=$(.cache/dist/loadgen swarmstack -node-labels) || { say "loadgen swarmstack -node-labels failed"; return 1; }
+  for l in $out; do labels+=(--label-add "$l"); done
   dk node update "${labels[@]}" "$(dk info -f '{{.Swarm.NodeID}}')" >/dev/null
 }
 
@@ -252,6 +253,9 @@ case ${1:-} in
     flock 9
     scripts/engine.sh
     scripts/images.sh
+    # The loadgen renders the stack file and checks the routes: built from
+    # this checkout (a clean clone has none yet).
+    CGO_ENABLED=0 go build -o .cache/dist/loadgen ./loadgen
     step "the daemon"
     daemon_up
     step "the swarm and its node's labels"
