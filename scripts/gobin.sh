@@ -21,10 +21,11 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local GOWORK=off
 ldflags="-s -w"
 # Prometheus's plugins/ registers every service discovery unless built with
 # remove_all_sd (file, HTTP and static stay; enable_<name>_sd re-adds one).
-# The lab's scrape configs are static_configs only, and a build without the
-# other SDs compiles far less. The tags are part of the binary's name, so a
+# The lab's scrape configs need DNS discovery besides (the exporter job on
+# a bridge network or a Swarm: one address per node), and a build without
+# the other SDs compiles far less. The tags are part of the binary's name, so a
 # binary built with other tags is never reused.
-PROMETHEUS_TAGS=remove_all_sd
+PROMETHEUS_TAGS=remove_all_sd,enable_dns_sd
 
 build_in_moddir() { # module version pkg out [ldflags [tags]]
   local mod=$1 ver=$2 pkg=$3 out=$4

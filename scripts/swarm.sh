@@ -24,7 +24,8 @@
 #           (the daemon's log stays, in .cache/swarm/dockerd.log).
 #           After a crash at any point it removes what is left, and up
 #           starts by doing the same when its daemon is gone.
-#   status  what exists and answers; exit 0 when the stack runs n/n
+#   status  what exists and answers; exit 0 when the stack runs n/n on
+#           SWARM_NODES nodes
 #   start   up in the background, unless the stack already runs; wait
 #           collects its exit status (and says whether it brought it up)
 #   exec CMD...  CMD in the node's network namespace, DOCKER_HOST its daemon
@@ -37,26 +38,63 @@ T0=$EPOCHREALTIME
 # step NAME: the time since the script started, then what comes next.
 step() { say "$(awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%6.1f s", b - a}'): $*"; }
 
-NS=pbswarm                 # network namespace
+# The nodes (SWARM_NODES, 1-3): node 1 is the manager, where the loadgen and
+# its workers run (swarm.sh exec); nodes 2 and 3 are further daemons, each
+# in a network, mount and UTS namespace of its own: a machine of its own in
+# all the lab can tell. Every node's link is a veth pair to a bridge in the
+# namespace pbswarm-lan, as machines on one switch; the host's own veth to
+# it holds 198.18.0.1.
+NODES=${SWARM_NODES:-1}
+case $NODES in 1 | 2 | 3) ;; *) say "SWARM_NODES=$NODES: give 1, 2 or 3 nodes"; exit 2 ;; esac
+# SWARM_ROLES: the roles of each node, a comma list per node, nodes apart by
+# spaces. Node 1 keeps load and observe: the loadgen runs there, and
+# Prometheus is asked on its address.
+case $NODES in
+  1) DEFAULT_ROLES="sut,load,origin,observe" ;;
+  2) DEFAULT_ROLES="load,origin,observe sut" ;;
+  3) DEFAULT_ROLES="load,observe sut origin" ;;
+esac
+read -r -a ROLES <<<"${SWARM_ROLES:-$DEFAULT_ROLES}"
+[ ${#ROLES[@]} = "$NODES" ] || { say "SWARM_ROLES=\"${SWARM_ROLES:-}\" gives ${#ROLES[@]} nodes' roles for SWARM_NODES=$NODES"; exit 2; }
+[[ ,${ROLES[0]}, == *,load,* && ,${ROLES[0]}, == *,observe,* ]] ||
+  { say "SWARM_ROLES: node 1 (${ROLES[0]}) must take load and observe: the loadgen runs there and Prometheus is asked there"; exit 2; }
+MAX_NODES=3
+LAN_NS=pbswarm-lan         # the switch: a bridge in a namespace of its own
+LAN_BR=lan0
 HOST_IF=pbswarm0           # veth end on the host
-NS_IF=pbswarm1             # veth end in the namespace
+HOST_PEER=h0               # its other end, on the bridge
 HOST_ADDR=198.18.0.1
-NODE_ADDR=198.18.0.2       # the node's address: swarm advertise, data path, published ports
-LINK_PREFIX=30
+LINK_PREFIX=24
 GUARD=198.18.0.0/15        # the whole range: unreachable from the host but through the veth
-BIP=198.18.1.1/24          # the daemon's docker0, inside the namespace
-LOCAL_POOL=198.18.64.0/18  # its local networks (docker_gwbridge)
 OVERLAY_POOL=198.19.0.0/16 # the swarm's overlay networks, /24 each
-RUN=/run/proxybench-swarm  # exec-root, pidfile, socket
-SOCK_DIR=$RUN/sock         # the socket alone: the docker filter mounts this directory
-SOCK=$SOCK_DIR/docker.sock
-STATE=$PWD/.cache/swarm    # data-root, daemon.json, the stack file, the log
-DATA=$STATE/data
-CGROUP=proxybench-swarm
+CGROUP=proxybench-swarm    # every node's containers under it (node K > 1: node-K below it)
 STACK=proxybench
-# The daemon runs as pbswarm-dockerd (a symlink), so that engine.sh's
-# `pgrep -x dockerd` and `pkill -HUP -x dockerd` only ever see the shared one.
-DAEMON_NAME=pbswarm-dockerd
+BASE_STATE=$PWD/.cache/swarm
+
+# node K: the variables of node K.
+node() {
+  K=$1
+  if [ "$K" = 1 ]; then
+    NS=pbswarm RUN=/run/proxybench-swarm STATE=$BASE_STATE NODE_CGROUP=$CGROUP DAEMON_NAME=pbswarm-dockerd NODE_HOST=
+  else
+    NS=pbswarm-$K RUN=/run/proxybench-swarm-$K STATE=$BASE_STATE/node-$K NODE_CGROUP=$CGROUP/node-$K
+    DAEMON_NAME=pbswarm-node$K NODE_HOST=pbswarm-$K
+  fi
+  NS_IF=pbswarm1                     # veth end in the node's namespace
+  LAN_IF=n$K                         # its other end, on the bridge
+  NODE_ADDR=198.18.0.$((K + 1))      # swarm advertise, data path, published ports
+  BIP=198.18.$K.1/24                 # the daemon's docker0, inside its namespace
+  LOCAL_POOL=198.18.$((64 * K)).0/18 # its local networks (docker_gwbridge)
+  SOCK_DIR=$RUN/sock                 # the socket alone: the docker filter mounts this directory
+  SOCK=$SOCK_DIR/docker.sock
+  DATA=$STATE/data
+  CTRD_NS=$CGROUP; [ "$K" = 1 ] || CTRD_NS=$CGROUP-$K # its containerd's namespace
+}
+node 1
+FIRST_SOCK_DIR=$SOCK_DIR
+# The daemons run as pbswarm-dockerd and pbswarm-nodeK (symlinks), so that
+# engine.sh's `pgrep -x dockerd` and `pkill -HUP -x dockerd` only ever see
+# the shared one.
 
 dk() { docker --host "unix://$SOCK" "$@"; }
 answers() { [ -S "$SOCK" ] && dk info >/dev/null 2>&1; }
@@ -66,13 +104,13 @@ daemon_pid() {
   [ -n "$pid" ] && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = "$DAEMON_NAME" ] && echo "$pid"
 }
 
-# our_pids lists the processes a daemon of this script left: those in its
-# containers' cgroup, the daemon (by its name) and its containerd and shims
-# (their command lines name $RUN).
+# our_pids lists the processes the daemon of the current node left: those
+# in its containers' cgroup, the daemon (by its name) and its containerd and
+# shims (their command lines name $RUN).
 our_pids() {
   local p
   {
-    cat /sys/fs/cgroup/*/"$CGROUP"/cgroup.procs /sys/fs/cgroup/*/"$CGROUP"/*/cgroup.procs 2>/dev/null || true
+    cat /sys/fs/cgroup/*/"$NODE_CGROUP"/cgroup.procs /sys/fs/cgroup/*/"$NODE_CGROUP"/*/cgroup.procs 2>/dev/null || true
     for p in /proc/[0-9]*; do
       if [ "$(cat "$p/comm" 2>/dev/null)" = "$DAEMON_NAME" ] || grep -qsF "$RUN/" "$p/cmdline"; then
         echo "${p#/proc/}"
@@ -81,10 +119,11 @@ our_pids() {
   } | grep -vx "$$" | sort -u || true
 }
 
-# cleanup removes whatever a daemon of this script left, running or not:
+# cleanup removes whatever the current node's daemon left, running or not:
 # the processes in its cgroup (containers), its containerd and shims (by
 # their addresses under $RUN), every mount under $DATA and $RUN, both
-# directories, the namespace and the veth pair. Every pid is one of ours.
+# directories, and its namespace (with its veth pair). Every pid is one of
+# ours.
 cleanup() {
   local pid pids mp
   if pid=$(daemon_pid); then
@@ -102,86 +141,160 @@ cleanup() {
   while read -r mp; do
     umount "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null || true
   done < <(awk -v d="$DATA/" -v r="$RUN/" 'index($5"/", d) == 1 || index($5"/", r) == 1 {print $5}' /proc/self/mountinfo | sort -r)
-  for cg in /sys/fs/cgroup/*/"$CGROUP"; do
+  for cg in /sys/fs/cgroup/*/"$NODE_CGROUP"; do
     [ -d "$cg" ] || continue
     find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
   rm -rf "$RUN" "$DATA" "$STATE/bin" "$STATE/daemon.json" "$STATE"/stack.*
   ip netns del "$NS" 2>/dev/null || true
+}
+
+# cleanup_all: every node's leftovers, the last node first, then the LAN
+# and the host's end of it.
+cleanup_all() {
+  local k
+  for k in $(seq "$MAX_NODES" -1 1); do node "$k"; cleanup; done
+  node 1
+  ip netns del "$LAN_NS" 2>/dev/null || true
   ip link del "$HOST_IF" 2>/dev/null || true
   ip route del unreachable "$GUARD" 2>/dev/null || true
 }
 
-netns_up() {
-  if ip netns list | grep -qx "$NS\( .*\)\?" && ip -n "$NS" -br addr show dev "$NS_IF" 2>/dev/null | grep -q "$NODE_ADDR/" &&
+# lan_up: the bridge all nodes' links meet on, and the host's link to it.
+lan_up() {
+  if ip netns list | grep -qx "$LAN_NS\( .*\)\?" && ip -br addr show dev "$HOST_IF" 2>/dev/null | grep -q "$HOST_ADDR/" &&
     ip route show type unreachable | grep -q "^unreachable $GUARD"; then
     return 0
   fi
-  ip netns del "$NS" 2>/dev/null || true
+  ip netns del "$LAN_NS" 2>/dev/null || true
   ip link del "$HOST_IF" 2>/dev/null || true
-  ip netns add "$NS"
   # Nothing for the benchmarking range leaves the host: without this, a
   # request to a node's address while its link is down would take the
   # default route.
   ip route replace unreachable "$GUARD"
-  ip link add "$HOST_IF" type veth peer name "$NS_IF" netns "$NS"
+  ip netns add "$LAN_NS"
+  ip -n "$LAN_NS" link add "$LAN_BR" type bridge
+  ip -n "$LAN_NS" link set "$LAN_BR" up
+  ip link add "$HOST_IF" type veth peer name "$HOST_PEER" netns "$LAN_NS"
+  ip -n "$LAN_NS" link set "$HOST_PEER" master "$LAN_BR" up
   ip addr add "$HOST_ADDR/$LINK_PREFIX" dev "$HOST_IF"
   ip link set "$HOST_IF" up
+}
+
+# link_up: the current node's namespace and its link to the LAN.
+link_up() {
+  if ip netns list | grep -qx "$NS\( .*\)\?" && ip -n "$NS" -br addr show dev "$NS_IF" 2>/dev/null | grep -q "$NODE_ADDR/"; then
+    return 0
+  fi
+  ip netns del "$NS" 2>/dev/null || true
+  ip -n "$LAN_NS" link del "$LAN_IF" 2>/dev/null || true
+  ip netns add "$NS"
+  ip -n "$LAN_NS" link add "$LAN_IF" type veth peer name "$NS_IF" netns "$NS"
+  ip -n "$LAN_NS" link set "$LAN_IF" master "$LAN_BR" up
   ip -n "$NS" link set lo up
   ip -n "$NS" addr add "$NODE_ADDR/$LINK_PREFIX" dev "$NS_IF"
   ip -n "$NS" link set "$NS_IF" up
 }
 
+# daemon_up: the current node's daemon, answering.
 daemon_up() {
   answers && return 0
   if pid=$(daemon_pid); then # starting: give it the time a start takes
     for _ in $(seq 1 60); do answers && return 0; kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
   fi
-  say "no daemon of ours answers: removing what an earlier one left"
-  cleanup
-  netns_up
+  say "node $K: no daemon of ours answers: removing what an earlier one left"
+  if [ "$K" = 1 ]; then cleanup_all; node 1; else cleanup; fi
+  lan_up
+  link_up
   mkdir -p "$DATA" "$SOCK_DIR" "$STATE/bin"
   ln -sf "$(command -v dockerd)" "$STATE/bin/$DAEMON_NAME"
   # Its own config file: the shared engine's /etc/docker/daemon.json
   # (live-restore) is never read. Its own containerd (started by it, under
   # $RUN), its own iptables (those of the namespace).
-  cat >"$STATE/daemon.json" <<EOF
+  cat >"$STATE/daemon.json" <<JSON
 {
   "data-root": "$DATA",
   "exec-root": "$RUN/exec",
   "pidfile": "$RUN/dockerd.pid",
   "hosts": ["unix://$SOCK"],
   "live-restore": false,
-  "cgroup-parent": "/$CGROUP",
+  "cgroup-parent": "/$NODE_CGROUP",
   "bip": "$BIP",
   "default-address-pools": [{"base": "$LOCAL_POOL", "size": 24}],
-  "containerd-namespace": "$CGROUP",
-  "containerd-plugins-namespace": "$CGROUP-plugins",
+  "containerd-namespace": "$CTRD_NS",
+  "containerd-plugins-namespace": "$CTRD_NS-plugins",
   "storage-driver": "overlay2",
   "ip6tables": false
 }
-EOF
-  say "starting the swarm's dockerd in network namespace $NS (log: $STATE/dockerd.log)"
+JSON
+  say "node $K: starting its dockerd in network namespace $NS (log: $STATE/dockerd.log)"
   source scripts/detach.sh
   # DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1: a task uses the node's image and
   # never asks a registry for it.
-  detach "$STATE/dockerd.log" nsenter --net=/run/netns/"$NS" \
-    env DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 PATH="/usr/sbin:/usr/bin:$PATH" \
-    "$STATE/bin/$DAEMON_NAME" --config-file "$STATE/daemon.json"
+  local run=(env DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 PATH="/usr/sbin:/usr/bin:$PATH" "$STATE/bin/$DAEMON_NAME" --config-file "$STATE/daemon.json")
+  if [ "$K" = 1 ]; then
+    detach "$STATE/dockerd.log" nsenter --net=/run/netns/"$NS" "${run[@]}"
+  else
+    # A node of its own: its own hostname (the name the report shows), and
+    # in a mount namespace of its own node 1's socket directory (which the
+    # stack's docker filter mounts on every node) holding its own socket.
+    detach "$STATE/dockerd.log" nsenter --net=/run/netns/"$NS" unshare --mount --uts --propagation private \
+      sh -c 'hostname "$1" && mkdir -p "$2" && mount --bind "$3" "$2" && shift 3 && exec "$@"' sh \
+      "$NODE_HOST" "$FIRST_SOCK_DIR" "$SOCK_DIR" "${run[@]}"
+  fi
   for _ in $(seq 1 120); do answers && return 0; sleep 0.5; done
-  say "the swarm's dockerd did not answer within 60 s:"; tail -20 "$STATE/dockerd.log" >&2
+  say "node $K: its dockerd did not answer within 60 s:"; tail -20 "$STATE/dockerd.log" >&2
   return 1
 }
 
+# labels K: node K's role labels (those of its SWARM_ROLES; the other roles'
+# removed) and its engine's address, set through the manager.
+labels() {
+  local k=$1 id want have l add=() rm=()
+  node "$k"
+  id=$(dk info -f '{{.Swarm.NodeID}}')
+  want=$(.cache/dist/loadgen swarmstack -node-labels -roles "${ROLES[$((k - 1))]}" -engine "unix://$SOCK") ||
+    { say "loadgen swarmstack -node-labels failed"; return 1; }
+  node 1
+  have=$(dk node inspect -f '{{range $k, $v := .Spec.Labels}}{{$k}}={{$v}}{{"\n"}}{{end}}' "$id")
+  for l in $want; do add+=(--label-add "$l"); done
+  for l in $(.cache/dist/loadgen swarmstack -node-labels); do
+    grep -qxF "$l" <<<"$want" || ! grep -qxF "$l" <<<"$have" || rm+=(--label-rm "${l%%=*}")
+  done
+  dk node update "${add[@]}" "${rm[@]}" "$id" >/dev/null
+}
+
+# swarm_up: the swarm on node 1, nodes 2..NODES up and joined, any node
+# beyond NODES gone, and every node's labels.
 swarm_up() {
+  local k token mgr id
+  node 1
   if [ "$(dk info -f '{{.Swarm.LocalNodeState}}')" != active ]; then
     dk swarm init --advertise-addr "$NODE_ADDR" --listen-addr "$NODE_ADDR:2377" --data-path-addr "$NODE_ADDR" \
       --default-addr-pool "$OVERLAY_POOL" --default-addr-pool-mask-length 24 >/dev/null
   fi
-  local labels=() l out
-  out=$(.cache/dist/loadgen swarmstack -node-labels) || { say "loadgen swarmstack -node-labels failed"; return 1; }
-  for l in $out; do labels+=(--label-add "$l"); done
-  dk node update "${labels[@]}" "$(dk info -f '{{.Swarm.NodeID}}')" >/dev/null
+  token=$(dk swarm join-token -q worker) mgr=$NODE_ADDR:2377
+  for k in $(seq 2 "$MAX_NODES"); do
+    node "$k"
+    if [ "$k" -gt "$NODES" ]; then
+      answers || [ -d "$RUN" ] || continue
+      say "node $k: leaving the swarm (SWARM_NODES=$NODES)"
+      id=$(dk info -f '{{.Swarm.NodeID}}' 2>/dev/null) || id=
+      dk swarm leave --force >/dev/null 2>&1 || true
+      cleanup
+      node 1
+      [ -z "$id" ] || dk node rm --force "$id" >/dev/null 2>&1 || true
+      continue
+    fi
+    daemon_up
+    if [ "$(dk info -f '{{.Swarm.LocalNodeState}}')" != active ]; then
+      say "node $k: joining the swarm at $mgr"
+      dk swarm join --token "$token" --advertise-addr "$NODE_ADDR" --listen-addr "$NODE_ADDR:2377" \
+        --data-path-addr "$NODE_ADDR" "$mgr" >/dev/null
+    fi
+  done
+  for k in $(seq 1 "$NODES"); do labels "$k"; done
+  node 1
 }
 
 # compose_model prints the stack's compose model: the users' file (its own
@@ -189,20 +302,30 @@ swarm_up() {
 # the variables `stack.sh up` sets (placement, TLS).
 compose_model() {
   # shellcheck disable=SC2046
-  PLACEMENT=none PLAN= HOSTNET=0 HOST_GATEWAY=host-gateway SWARM_ENGINE_RUN=$SOCK_DIR EXPORTER_CGROUP_PREFIXES=/$CGROUP/ \
+  PLACEMENT=none PLAN= HOSTNET=0 HOST_GATEWAY=host-gateway SWARM_ENGINE_RUN=$FIRST_SOCK_DIR EXPORTER_CGROUP_PREFIXES=/$CGROUP/ \
     scripts/stack.sh compose -f compose/docker-compose.swarm.yml config "$@" $(scripts/stack.sh services)
 }
 
+# images_up: on every node, the stack's images it lacks, from the shared
+# engine (the nodes load theirs at the same time).
 images_up() {
-  local img want have missing=()
-  while read -r img; do
-    want=$(docker image inspect -f '{{.Id}}' "$img")
-    have=$(dk image inspect -f '{{.Id}}' "$img" 2>/dev/null) || true
-    [ "$want" = "$have" ] || missing+=("$img")
-  done < <(compose_model --images | sort -u)
-  [ ${#missing[@]} -eq 0 ] && return 0
-  say "copying ${#missing[@]} images from the shared engine: ${missing[*]}"
-  docker save "${missing[@]}" | dk load -q >/dev/null
+  local img want have k pids=() imgs
+  imgs=$(compose_model --images | sort -u)
+  for k in $(seq 1 "$NODES"); do
+    node "$k"
+    local missing=()
+    for img in $imgs; do
+      want=$(docker image inspect -f '{{.Id}}' "$img")
+      have=$(dk image inspect -f '{{.Id}}' "$img" 2>/dev/null) || true
+      [ "$want" = "$have" ] || missing+=("$img")
+    done
+    [ ${#missing[@]} -eq 0 ] && continue
+    say "node $k: copying ${#missing[@]} images from the shared engine: ${missing[*]}"
+    docker save "${missing[@]}" | dk load -q >/dev/null &
+    pids+=($!)
+  done
+  node 1
+  for k in "${pids[@]}"; do wait "$k" || return 1; done
 }
 
 deploy() {
@@ -241,9 +364,14 @@ wait_converged() {
 
 # routes: every proxy x origin route, asked from inside the namespace on the
 # node's published ports (127.0.0.1 there), as `make preflight` asks the
-# compose stack.
+# compose stack: in the namespace of the node that runs the proxies, so
+# that with several nodes each request crosses the overlay to an origin.
 routes() {
+  local k sut=1
+  for k in $(seq 1 "$NODES"); do [[ ,${ROLES[$((k - 1))]}, == *,sut,* ]] && sut=$k && break; done
+  node "$sut"
   nsenter --net=/run/netns/"$NS" .cache/dist/loadgen preflight -no-docker -wait "${1:-0s}"
+  node 1
 }
 
 case ${1:-} in
@@ -258,7 +386,7 @@ case ${1:-} in
     CGO_ENABLED=0 go build -o .cache/dist/loadgen ./loadgen
     step "the daemon"
     daemon_up
-    step "the swarm and its node's labels"
+    step "the swarm, $NODES node(s) and their labels"
     swarm_up
     step "the images"
     images_up
@@ -266,20 +394,23 @@ case ${1:-} in
     deploy
     step "waiting for every service to run n/n"
     wait_converged
-    step "every route from inside the namespace"
+    step "every route from inside the namespace of the proxies' node"
     routes 30s >&2
     step "up: $(dk service ls --filter "label=com.docker.stack.namespace=$STACK" --format '{{.Name}} {{.Replicas}}' | tr '\n' ' ')" ;;
   down)
     [ "$(id -u)" = 0 ] || { say "needs root"; exit 2; }
     exec 9>/run/proxybench-swarm.lock
     flock 9
-    if answers; then
-      # Leaving the swarm removes the stack's tasks; the daemon then stops
-      # the containers it still has.
-      dk swarm leave --force >/dev/null 2>&1 || true
-      step "left the swarm"
-    fi
-    cleanup
+    for k in $(seq "$MAX_NODES" -1 1); do
+      node "$k"
+      if answers; then
+        # Leaving the swarm removes the stack's tasks; the daemon then
+        # stops the containers it still has.
+        dk swarm leave --force >/dev/null 2>&1 || true
+        step "node $k left the swarm"
+      fi
+    done
+    cleanup_all
     step "down" ;;
   status)
     if ! answers; then
@@ -291,6 +422,8 @@ case ${1:-} in
     dk node ls --format '{{.Hostname}} {{.Status}} {{.Availability}} {{.ManagerStatus}}' >&2 2>/dev/null || true
     dk node inspect self -f '{{range $k, $v := .Spec.Labels}}{{$k}}={{$v}} {{end}}' >&2 2>/dev/null || true
     dk service ls --filter "label=com.docker.stack.namespace=$STACK" >&2 2>/dev/null || true
+    have=$(dk node ls -q 2>/dev/null | wc -l)
+    [ "$have" = "$NODES" ] || { say "$have node(s) in the swarm, SWARM_NODES=$NODES: swarm.sh up makes it so"; exit 1; }
     converged ;;
   start)
     # up in the background (make test overlaps it with lint and fuzzing);

@@ -55,15 +55,28 @@ type Container struct {
 	CPUs   float64
 	// Node is the Swarm node a task's container runs on (its hostname,
 	// else its node id); "" for a container that is not a Swarm task.
-	Node string
+	// NodeAddr is that node's address (what it published ports on), and
+	// OtherNode whether it is another node than the one whose engine New
+	// connected to (NewCluster reaches such nodes' engines).
+	Node      string
+	NodeAddr  string
+	OtherNode bool
 }
 
 // Client is a connection to the Docker engine.
 type Client struct {
 	api *client.Client
 
+	// Of a Swarm manager connected with NewCluster: this engine's node id,
+	// the engines of the other nodes, and which engine each container
+	// listed is on (a container not listed is asked of api).
+	self    string
+	others  []*engine
+	ownerMu sync.Mutex
+	owner   map[string]*engine
+
 	nodesMu sync.Mutex
-	nodes   map[string]string // Swarm node id -> hostname
+	nodes   map[string]nodeInfo // Swarm node id -> what the manager says of it
 }
 
 // New connects to the engine named by the environment (DOCKER_HOST etc.,
@@ -83,8 +96,13 @@ func New(ctx context.Context) (*Client, error) {
 	return &Client{api: api}, nil
 }
 
-// Close releases the connection.
-func (c *Client) Close() error { return c.api.Close() }
+// Close releases the connections.
+func (c *Client) Close() error {
+	for _, e := range c.others {
+		e.api.Close()
+	}
+	return c.api.Close()
+}
 
 // Ping checks the engine is there; used to wait for it to come back.
 func (c *Client) Ping(ctx context.Context) error {
@@ -126,7 +144,7 @@ func (c *Client) ContainersWithLabel(ctx context.Context, label string) ([]Conta
 }
 
 func (c *Client) list(ctx context.Context, label string) ([]Container, error) {
-	sums, err := c.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
+	sums, err := c.summaries(ctx, filters.NewArgs(filters.Arg("label", label)))
 	if err != nil {
 		return nil, fmt.Errorf("list containers with label %s: %w", label, err)
 	}
@@ -173,23 +191,33 @@ const (
 	LabelSwarmNode = "com.docker.swarm.node.id"
 )
 
-// nodeName is a Swarm node's hostname, asked once; only a manager can
-// tell, so on a worker node (or an error) it is the node id.
-func (c *Client) nodeName(ctx context.Context, id string) string {
+// nodeInfo is what the lab reads of a Swarm node.
+type nodeInfo struct {
+	name string // hostname, else the node id
+	addr string // Status.Addr, "" when unknown
+}
+
+// node is a Swarm node's hostname and address, asked once; only a
+// manager can tell, so on a worker node (or an error) the name is the node
+// id and the address unknown.
+func (c *Client) node(ctx context.Context, id string) nodeInfo {
 	c.nodesMu.Lock()
 	defer c.nodesMu.Unlock()
 	if n, ok := c.nodes[id]; ok {
 		return n
 	}
-	name := id
-	if n, _, err := c.api.NodeInspectWithRaw(ctx, id); err == nil && n.Description.Hostname != "" {
-		name = n.Description.Hostname
+	n := nodeInfo{name: id}
+	if sn, _, err := c.api.NodeInspectWithRaw(ctx, id); err == nil {
+		if sn.Description.Hostname != "" {
+			n.name = sn.Description.Hostname
+		}
+		n.addr = sn.Status.Addr
 	}
 	if c.nodes == nil {
-		c.nodes = map[string]string{}
+		c.nodes = map[string]nodeInfo{}
 	}
-	c.nodes[id] = name
-	return name
+	c.nodes[id] = n
+	return n
 }
 
 // currentTask narrows a service's containers to its current one when they
@@ -222,7 +250,7 @@ func currentTask(ctrs []Container) []Container {
 
 // Inspect reads one container's current state.
 func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
-	r, err := c.api.ContainerInspect(ctx, id)
+	r, err := c.on(id).ContainerInspect(ctx, id)
 	if err != nil {
 		return Container{}, fmt.Errorf("inspect container %s: %w", short(id), err)
 	}
@@ -247,14 +275,15 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 		}
 	}
 	if id := ctr.Labels[LabelSwarmNode]; id != "" {
-		ctr.Node = c.nodeName(ctx, id)
+		n := c.node(ctx, id)
+		ctr.Node, ctr.NodeAddr, ctr.OtherNode = n.name, n.addr, c.self != "" && id != c.self
 	}
 	if r.State != nil {
 		ctr.State = r.State.Status
 		ctr.Running = r.State.Running
 		ctr.StartedAt = parseTime(r.State.StartedAt)
 		ctr.FinishedAt = parseTime(r.State.FinishedAt)
-		if r.State.Running {
+		if r.State.Running && c.onThisMachine(id) {
 			ctr.Pid = r.State.Pid
 		}
 	}
@@ -264,7 +293,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 // Stop stops a container, killing it after timeout.
 func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) error {
 	secs := int(timeout.Round(time.Second) / time.Second)
-	if err := c.api.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil {
+	if err := c.on(id).ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil {
 		return fmt.Errorf("stop container %s: %w", short(id), err)
 	}
 	return nil
@@ -272,7 +301,7 @@ func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) err
 
 // Start starts a created or stopped container.
 func (c *Client) Start(ctx context.Context, id string) error {
-	if err := c.api.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if err := c.on(id).ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start container %s: %w", short(id), err)
 	}
 	return nil
@@ -290,7 +319,7 @@ const freezeTries = 3
 func (c *Client) Pause(ctx context.Context, id string) error {
 	var err error
 	for try := 1; try <= freezeTries; try++ {
-		if err = c.api.ContainerPause(ctx, id); err == nil || !strings.Contains(err.Error(), "unable to freeze") || try == freezeTries {
+		if err = c.on(id).ContainerPause(ctx, id); err == nil || !strings.Contains(err.Error(), "unable to freeze") || try == freezeTries {
 			break
 		}
 		select {
@@ -307,7 +336,7 @@ func (c *Client) Pause(ctx context.Context, id string) error {
 
 // Unpause thaws a paused container.
 func (c *Client) Unpause(ctx context.Context, id string) error {
-	if err := c.api.ContainerUnpause(ctx, id); err != nil {
+	if err := c.on(id).ContainerUnpause(ctx, id); err != nil {
 		return fmt.Errorf("unpause container %s: %w", short(id), err)
 	}
 	return nil
@@ -322,7 +351,7 @@ func (c *Client) Logs(ctx context.Context, id string, since time.Time, follow bo
 	if !since.IsZero() {
 		opts.Since = since.UTC().Format(time.RFC3339Nano)
 	}
-	rc, err := c.api.ContainerLogs(ctx, id, opts)
+	rc, err := c.on(id).ContainerLogs(ctx, id, opts)
 	if err != nil {
 		return nil, fmt.Errorf("logs of container %s: %w", short(id), err)
 	}
@@ -338,7 +367,7 @@ func (c *Client) List(ctx context.Context, labels ...string) ([]Container, error
 	for _, l := range labels {
 		args.Add("label", l)
 	}
-	sums, err := c.api.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+	sums, err := c.summaries(ctx, args)
 	if err != nil {
 		return nil, fmt.Errorf("list containers with labels %s: %w", strings.Join(labels, ","), err)
 	}

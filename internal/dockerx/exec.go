@@ -53,11 +53,11 @@ func (c *Client) Version(ctx context.Context, ctr Container) (string, error) {
 func (c *Client) exec(ctx context.Context, id string, argv []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ex, err := c.api.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	ex, err := c.on(id).ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
 	if err != nil {
 		return "", fmt.Errorf("exec %q: %w", strings.Join(argv, " "), err)
 	}
-	hj, err := c.api.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	hj, err := c.on(id).ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
 	if err != nil {
 		return "", fmt.Errorf("exec %q: attach: %w", strings.Join(argv, " "), err)
 	}
@@ -73,7 +73,7 @@ func (c *Client) exec(ctx context.Context, id string, argv []string) (string, er
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("exec %q: read output: %w", strings.Join(argv, " "), err)
 	}
-	st, err := c.api.ContainerExecInspect(ctx, ex.ID)
+	st, err := c.on(id).ContainerExecInspect(ctx, ex.ID)
 	if err != nil {
 		return "", fmt.Errorf("exec %q: %w", strings.Join(argv, " "), err)
 	}

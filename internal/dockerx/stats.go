@@ -23,7 +23,7 @@ type Stats struct {
 // Stats reads the container's stats once, without the engine's 1 s
 // priming wait.
 func (c *Client) Stats(ctx context.Context, id string) (Stats, error) {
-	r, err := c.api.ContainerStatsOneShot(ctx, id)
+	r, err := c.on(id).ContainerStatsOneShot(ctx, id)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of container %s: %w", short(id), err)
 	}

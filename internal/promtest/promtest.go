@@ -23,7 +23,7 @@ import (
 // of the binaries' names in .cache/bin.
 const (
 	Version = "v0.316.0"
-	Tags    = "remove_all_sd"
+	Tags    = "remove_all_sd,enable_dns_sd"
 )
 
 // envNames are the variables that may name a binary, first match wins;

@@ -37,6 +37,11 @@ type Job struct {
 	FileSDConfigs []struct {
 		Files []string `yaml:"files"`
 	} `yaml:"file_sd_configs"`
+	DNSSDConfigs []struct {
+		Names []string `yaml:"names"`
+		Type  string   `yaml:"type"`
+		Port  int      `yaml:"port"`
+	} `yaml:"dns_sd_configs"`
 	RelabelConfigs []Relabel `yaml:"relabel_configs"`
 }
 

@@ -170,3 +170,18 @@ func TestWorkerTargetsAreWhereTheLoadgenWritesThem(t *testing.T) {
 // mountedTargets is where the Prometheus container sees the workers'
 // targets directory, relative to its config file.
 const mountedTargets = "targets"
+
+// On the users' bridge network, and on a Swarm where the exporter runs on
+// every node, the exporter job asks DNS for every address of the name:
+// a static target would scrape one of the nodes' exporters.
+func TestBridgeExporterJobFindsEveryExporter(t *testing.T) {
+	t.Parallel()
+	j, ok := load(t, "prometheus.bridge.yml").Job("exporter")
+	if !ok || len(j.StaticConfigs) != 0 || len(j.DNSSDConfigs) != 1 {
+		t.Fatalf("job exporter %+v: want one dns_sd_config and no static targets", j)
+	}
+	d := j.DNSSDConfigs[0]
+	if !slices.Equal(d.Names, []string{"exporter"}) || d.Type != "A" || d.Port != 9400 {
+		t.Errorf("dns_sd_config %+v: want the A records of exporter, port 9400", d)
+	}
+}

@@ -67,7 +67,7 @@ type env struct {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger, e env) int {
 	if e.docker == nil {
-		e.docker = func(ctx context.Context) (Docker, error) { return dockerx.New(ctx) }
+		e.docker = func(ctx context.Context) (Docker, error) { return dockerx.NewCluster(ctx) }
 	}
 	if e.clock == nil {
 		e.clock = RealClock{}

@@ -126,6 +126,7 @@ type Runner struct {
 	broken  int
 	proxies map[string]*proxyState
 	arms    *arms
+	nodes   nodeHosts // proxies on another Swarm node: their traffic goes there
 	// full is set when the results disk ran out of space: the run stops
 	// after the cell that could not be saved (stop ends it).
 	full error
@@ -152,6 +153,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if r.TLSTarget == nil {
 		r.TLSTarget = routecheck.StackTLSTarget
 	}
+	r.Target, r.TLSTarget = r.nodes.wrap(r.Target), r.nodes.wrap(r.TLSTarget)
 	if r.Clock == nil {
 		r.Clock = RealClock{}
 	}
@@ -433,6 +435,7 @@ func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string)
 	if !ctr.Running {
 		return down("not run: proxy container %s is %s: start the stack (make up)", ctr.Name, ctr.State), nil
 	}
+	r.nodes.note(proxy, &ctr)
 	if p.Isolate {
 		if err := iso.isolate(ctx, proxy); err != nil {
 			return &manifest.Skip{Kind: manifest.SkipIsolation, Reason: fmt.Sprintf("not run: isolation failed: %v", err)}, nil

@@ -264,6 +264,14 @@ func TestCommand(t *testing.T) {
 		t.Errorf("-node-labels printed %q, want %q", out.String(), want)
 	}
 	out.Reset()
+	if rc := run([]string{"-node-labels", "-roles", "load, observe,load"}, strings.NewReader(""), &out, &errb); rc != 0 || out.String() != "proxybench.role.load=true\nproxybench.role.observe=true\n" {
+		t.Errorf("-roles load,observe: rc %d, printed %q (%s)", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	if rc := run([]string{"-node-labels", "-roles", "sut,proxy"}, strings.NewReader(""), &out, &errb); rc != 2 || !strings.Contains(errb.String(), `unknown role "proxy"`) {
+		t.Errorf("-roles sut,proxy: rc %d, stderr %q: want 2 naming the role", rc, errb.String())
+	}
+	out.Reset()
 	errb.Reset()
 	if rc := run([]string{"-publish-mode", "mesh"}, strings.NewReader(`{"services":{}}`), &out, &errb); rc != 2 || !strings.Contains(errb.String(), `publish mode "mesh"`) {
 		t.Errorf("rc %d, stderr %q: want 2 naming the mode", rc, errb.String())
