@@ -32,12 +32,12 @@ csv = $(subst $(space),$(comma),$(strip $(1)))
 given = $(if $(filter file,$(origin $(1))),,$(2))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
-.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e engine clean
+.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e test-swarm engine clean
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST PLAN RUN RESULTS)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST SWARM_NODES PLAN RUN RESULTS)
 	@scripts/bench.sh $(call given,TIER,-tier '$(TIER)') $(call given,PROXIES,-proxies '$(call csv,$(PROXIES))') $(call given,ORIGINS,-origins '$(call csv,$(ORIGINS))') \
 	  $(call given,SCENARIOS,-scenarios '$(call csv,$(SCENARIOS))') $(call given,CONCURRENCY,-concurrency '$(CONCURRENCY)') $(call given,RATE,-rate '$(RATE)') $(call given,REPEATS,-repeats '$(REPEATS)') \
 	  $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
@@ -116,6 +116,9 @@ fuzz: ## every Fuzz target of the repository, fuzzed for a share of 30 s (FUZZTI
 
 test-e2e: ## the real stack: up, preflight, a quick bench, the e2e tests, live dashboard queries, exporter vs docker; down unless it was up
 	@scripts/e2e.sh
+
+test-swarm: ## the Swarm tests alone on a swarm of SWARM_NODES nodes (2 unless given: the proxies on a node of their own); down unless it was up
+	@SWARM_NODES=$${SWARM_NODES:-2} scripts/e2e.sh swarm
 
 clean: ## remove the built binaries and the end-to-end results (keeps results/, the images and the tool caches)
 	rm -rf .cache/dist .cache/e2e-results

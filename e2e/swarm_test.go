@@ -157,9 +157,21 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 	if man.Placement == nil || len(man.Placement.Containers) == 0 {
 		t.Fatal("no placement recorded")
 	}
+	nodeOf := map[string]string{} // service -> node
 	for _, c := range man.Placement.Containers {
 		if c.Node == "" {
 			t.Errorf("container %s names no Swarm node", c.Name)
+		}
+		nodeOf[c.Service] = c.Node
+	}
+	// On several nodes (SWARM_NODES=2 or 3) the proxies run on a node of
+	// their own, away from node 1's loadgen and Prometheus; the cells above
+	// then crossed the LAN to the proxy (published on its node only) and
+	// the overlay to the origin.
+	if n, _ := strconv.Atoi(env["SWARM_NODES"]); n > 1 {
+		t.Logf("%d nodes: nginx on %s, origin-fast on %s, prometheus on %s", n, nodeOf["nginx"], nodeOf["origin-fast"], nodeOf["prometheus"])
+		if nodeOf["nginx"] == "" || nodeOf["nginx"] == nodeOf["prometheus"] {
+			t.Errorf("nginx ran on node %q, the node of the loadgen and Prometheus %q: want a node of its own", nodeOf["nginx"], nodeOf["prometheus"])
 		}
 	}
 }

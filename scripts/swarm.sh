@@ -264,29 +264,39 @@ labels() {
   dk node update "${add[@]}" "${rm[@]}" "$id" >/dev/null
 }
 
-# swarm_up: the swarm on node 1, nodes 2..NODES up and joined, any node
-# beyond NODES gone, and every node's labels.
+# nodes_up: the daemons of nodes 2..NODES, and no daemon of a node beyond
+# them (one that leaves the swarm is removed from it).
+nodes_up() {
+  local k id
+  for k in $(seq 2 "$MAX_NODES"); do
+    node "$k"
+    if [ "$k" -le "$NODES" ]; then
+      daemon_up
+      continue
+    fi
+    answers || [ -d "$RUN" ] || continue
+    say "node $k: leaving the swarm (SWARM_NODES=$NODES)"
+    id=$(dk info -f '{{.Swarm.NodeID}}' 2>/dev/null) || id=
+    dk swarm leave --force >/dev/null 2>&1 || true
+    cleanup
+    node 1
+    [ -z "$id" ] || dk node rm --force "$id" >/dev/null 2>&1 || true
+  done
+  node 1
+}
+
+# swarm_up: the swarm on node 1, nodes 2..NODES joined, and every node's
+# labels.
 swarm_up() {
-  local k token mgr id
+  local k token mgr
   node 1
   if [ "$(dk info -f '{{.Swarm.LocalNodeState}}')" != active ]; then
     dk swarm init --advertise-addr "$NODE_ADDR" --listen-addr "$NODE_ADDR:2377" --data-path-addr "$NODE_ADDR" \
       --default-addr-pool "$OVERLAY_POOL" --default-addr-pool-mask-length 24 >/dev/null
   fi
   token=$(dk swarm join-token -q worker) mgr=$NODE_ADDR:2377
-  for k in $(seq 2 "$MAX_NODES"); do
+  for k in $(seq 2 "$NODES"); do
     node "$k"
-    if [ "$k" -gt "$NODES" ]; then
-      answers || [ -d "$RUN" ] || continue
-      say "node $k: leaving the swarm (SWARM_NODES=$NODES)"
-      id=$(dk info -f '{{.Swarm.NodeID}}' 2>/dev/null) || id=
-      dk swarm leave --force >/dev/null 2>&1 || true
-      cleanup
-      node 1
-      [ -z "$id" ] || dk node rm --force "$id" >/dev/null 2>&1 || true
-      continue
-    fi
-    daemon_up
     if [ "$(dk info -f '{{.Swarm.LocalNodeState}}')" != active ]; then
       say "node $k: joining the swarm at $mgr"
       dk swarm join --token "$token" --advertise-addr "$NODE_ADDR" --listen-addr "$NODE_ADDR:2377" \
@@ -384,12 +394,13 @@ case ${1:-} in
     # The loadgen renders the stack file and checks the routes: built from
     # this checkout (a clean clone has none yet).
     CGO_ENABLED=0 go build -o .cache/dist/loadgen ./loadgen
-    step "the daemon"
+    step "the daemons of $NODES node(s)"
     daemon_up
-    step "the swarm, $NODES node(s) and their labels"
-    swarm_up
+    nodes_up
     step "the images"
     images_up
+    step "the swarm, its nodes and their labels"
+    swarm_up
     step "the stack"
     deploy
     step "waiting for every service to run n/n"
@@ -472,6 +483,7 @@ case ${1:-} in
     echo "SWARM_DOCKER_HOST=unix://$SOCK"
     echo "SWARM_NODE_ADDR=$NODE_ADDR"
     echo "SWARM_PROM=http://$NODE_ADDR:9090"
+    echo "SWARM_NODES=$(dk node ls -q 2>/dev/null | wc -l)"
     # host.docker.internal in a task: where Prometheus scrapes the loadgen
     # and its workers, which listen there inside the namespace.
     echo "SWARM_METRICS_HOST=${BIP%/*}" ;;
