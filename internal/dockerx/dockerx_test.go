@@ -278,3 +278,20 @@ func TestCurrentTask(t *testing.T) {
 		}
 	}
 }
+
+// A container's pid names a process here only when its engine is reached
+// through a unix socket (New's own engine, or another node's on this
+// machine); an engine over the network is another machine's.
+func TestOnThisMachine(t *testing.T) {
+	t.Parallel()
+	c := &Client{owner: map[string]*engine{
+		"a": {addr: "unix:///run/proxybench-swarm-2/sock/docker.sock"},
+		"b": {addr: "tcp://10.0.0.5:2376"},
+		"c": {addr: "ssh://lab@10.0.0.6"},
+	}}
+	for id, want := range map[string]bool{"a": true, "b": false, "c": false, "not-listed": true} {
+		if got := c.onThisMachine(id); got != want {
+			t.Errorf("onThisMachine(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
