@@ -4,33 +4,41 @@
 # daemon the project runs itself. The shared engine (scripts/engine.sh) keeps
 # live-restore, which swarm mode refuses, and is only read from: the stack's
 # images are copied out of it.
-#   up      the daemon (no live-restore; its data-root in .cache/swarm, its
-#           socket and exec-root in /run/proxybench-swarm, its containers
-#           under the cgroup /proxybench-swarm) in a network namespace of
-#           its own joined to the host by a veth pair (198.18.0.1 on the
-#           host, 198.18.0.2 the node's: RFC 2544's benchmarking range; the
-#           namespace has no other route, and the host a route making the
-#           rest of 198.18.0.0/15 unreachable); a single-node swarm advertised on
-#           198.18.0.2 whose node takes every role label; the images it
-#           lacks (docker save | docker load); the stack deployed from
-#           compose/docker-compose.yml (+ docker-compose.swarm.yml, through
-#           `docker compose config` and `loadgen swarmstack`); waits until
-#           every service runs n/n and every route answers from inside the
-#           namespace (loadgen preflight). Idempotent.
-#   down    everything up made: the stack and the swarm go with the daemon;
-#           its containerd, leftover containers (by their cgroup), mounts,
-#           the namespace, the veth pair and the host's route, and the
-#           data-root's contents
-#           (the daemon's log stays, in .cache/swarm/dockerd.log).
+#   up      the daemon of node 1 (no live-restore; its data-root in
+#           .cache/swarm, its socket and exec-root in /run/proxybench-swarm,
+#           its containers under the cgroup /proxybench-swarm) in a network
+#           namespace of its own, and those of nodes 2..SWARM_NODES (each
+#           also in mount and UTS namespaces of its own); every node linked
+#           by a veth pair to one bridge in the namespace pbswarm-lan, and
+#           the host too (198.18.0.1; node K 198.18.0.K+1: RFC 2544's
+#           benchmarking range; the namespaces have no other route, and the
+#           host a route making the rest of 198.18.0.0/15 unreachable); the
+#           images each node lacks (docker save | docker load); a swarm
+#           advertised on 198.18.0.2 that the other nodes join, each node
+#           labelled with its SWARM_ROLES and its engine's socket; the stack
+#           deployed from compose/docker-compose.yml (+
+#           docker-compose.swarm.yml, through `docker compose config` and
+#           `loadgen swarmstack`); waits until every service runs n/n and
+#           every route answers from inside the proxies' node's namespace
+#           (loadgen preflight). Idempotent; a node beyond SWARM_NODES
+#           leaves.
+#   down    everything up made, on every node: the stack and the swarm go
+#           with the daemons; their containerd, leftover containers (by
+#           their cgroup), mounts, the namespaces, the veth pairs and the
+#           bridge, the host's route, and the data-roots' contents
+#           (the daemons' logs stay, in .cache/swarm/dockerd.log and
+#           .cache/swarm/node-K/dockerd.log).
 #           After a crash at any point it removes what is left, and up
 #           starts by doing the same when its daemon is gone.
 #   status  what exists and answers; exit 0 when the stack runs n/n on
 #           SWARM_NODES nodes
 #   start   up in the background, unless the stack already runs; wait
 #           collects its exit status (and says whether it brought it up)
-#   exec CMD...  CMD in the node's network namespace, DOCKER_HOST its daemon
+#   exec CMD...  CMD in node 1's network namespace, DOCKER_HOST its daemon
 #   env     the swarm's addresses as shell assignments (SWARM_PROM, ...)
-# SWARM_WAIT (default 180) bounds how many seconds up waits for the services.
+# SWARM_NODES (1-3, default 1) is how many nodes, SWARM_ROLES their roles
+# (docs/swarm.md); SWARM_WAIT (default 180) bounds how many seconds up
+# waits for the services.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'swarm: %s\n' "$*" >&2; }

@@ -1,7 +1,8 @@
 // Package dockerx owns talking to the Docker engine for proxybench: finding
 // the stack's containers by their compose labels, starting, stopping and
 // pausing them, reading their logs and asking a running proxy for the real
-// version of its binary. It negotiates the API version because the engine
+// version of its binary, on one engine or, on a Docker Swarm, on the engine
+// of each node (NewCluster). It negotiates the API version because the engine
 // scripts/engine.sh installs (Debian's 20.10, API 1.41) is older than the
 // client library.
 package dockerx
