@@ -63,9 +63,13 @@ case $NODES in
   3) DEFAULT_ROLES="load,observe sut origin" ;;
 esac
 read -r -a ROLES <<<"${SWARM_ROLES:-$DEFAULT_ROLES}"
-[ ${#ROLES[@]} = "$NODES" ] || { say "SWARM_ROLES=\"${SWARM_ROLES:-}\" gives ${#ROLES[@]} nodes' roles for SWARM_NODES=$NODES"; exit 2; }
-[[ ,${ROLES[0]}, == *,load,* && ,${ROLES[0]}, == *,observe,* ]] ||
-  { say "SWARM_ROLES: node 1 (${ROLES[0]}) must take load and observe: the loadgen runs there and Prometheus is asked there"; exit 2; }
+# check_roles: SWARM_ROLES fits SWARM_NODES and node 1 (up then checks
+# each role's name through loadgen swarmstack).
+check_roles() {
+  [ ${#ROLES[@]} = "$NODES" ] || { say "SWARM_ROLES=\"${SWARM_ROLES:-}\" gives ${#ROLES[@]} nodes' roles for SWARM_NODES=$NODES: give one comma list per node"; exit 2; }
+  [[ ,${ROLES[0]}, == *,load,* && ,${ROLES[0]}, == *,observe,* ]] ||
+    { say "SWARM_ROLES: node 1 (${ROLES[0]}) must take load and observe: the loadgen runs there and Prometheus is asked there"; exit 2; }
+}
 MAX_NODES=3
 LAN_NS=pbswarm-lan         # the switch: a bridge in a namespace of its own
 LAN_BR=lan0
@@ -395,6 +399,7 @@ routes() {
 case ${1:-} in
   up)
     [ "$(id -u)" = 0 ] || { say "needs root (a network namespace, a second dockerd)"; exit 2; }
+    check_roles
     exec 9>/run/proxybench-swarm.lock
     flock 9
     scripts/engine.sh
@@ -402,6 +407,9 @@ case ${1:-} in
     # The loadgen renders the stack file and checks the routes: built from
     # this checkout (a clean clone has none yet).
     CGO_ENABLED=0 go build -o .cache/dist/loadgen ./loadgen
+    for r in "${ROLES[@]}"; do
+      .cache/dist/loadgen swarmstack -node-labels -roles "$r" >/dev/null || { say "SWARM_ROLES: a node's roles \"$r\" name an unknown role"; exit 2; }
+    done
     step "the daemons of $NODES node(s)"
     daemon_up
     nodes_up
