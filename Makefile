@@ -37,10 +37,10 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST SWARM_NODES PLAN RUN RESULTS)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST LAUNCH SWARM_NODES PLAN RUN RESULTS)
 	@scripts/bench.sh $(call given,TIER,-tier '$(TIER)') $(call given,PROXIES,-proxies '$(call csv,$(PROXIES))') $(call given,ORIGINS,-origins '$(call csv,$(ORIGINS))') \
 	  $(call given,SCENARIOS,-scenarios '$(call csv,$(SCENARIOS))') $(call given,CONCURRENCY,-concurrency '$(CONCURRENCY)') $(call given,RATE,-rate '$(RATE)') $(call given,REPEATS,-repeats '$(REPEATS)') \
-	  $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
+	  $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(LAUNCH),-launch '$(LAUNCH)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
 # A duet and an observer study need pairs: 10 unless REPEATS is given (on a
 # 2-core VM whose hypervisor steals up to a third of a CPU in bursts, 5 pairs

@@ -55,10 +55,10 @@ func swarmEnv(t *testing.T) map[string]string {
 	return env
 }
 
-// TestSwarmThreeLoadgens runs `make bench DIST=swarm`'s loadgen, with 3
-// workers, in the single-node swarm's namespace against the Swarm stack:
-// nginx → fast, then nginx → go, and kills worker 1 with SIGKILL halfway
-// through the second cell. The first cell, rebuilt from the swarm's own
+// TestSwarmThreeLoadgens runs `make bench DIST=swarm`'s loadgen in node
+// 1's namespace against the Swarm stack, with 3 workers launched as Swarm
+// services on the load nodes (-launch swarm): nginx → fast, then nginx →
+// go, and kills worker 1 with SIGKILL halfway through the second cell. The first cell, rebuilt from the swarm's own
 // Prometheus, agrees with the manifest as on the compose stack
 // (checkMergedCell: exact counts, quantiles within the native-histogram
 // bound, the workers summing to the cell); the second fails naming worker
@@ -75,7 +75,7 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("../scripts/swarm.sh", "exec", bin(t, "loadgen"), "run", "-run", run, "-results", results, "-linger", "5s", "-tier", "3s",
-		"-proxies", "nginx", "-origins", "fast,go", "-concurrency", "12", "-loadgens", "3", "-placement", "none",
+		"-proxies", "nginx", "-origins", "fast,go", "-concurrency", "12", "-loadgens", "3", "-dist", "swarm", "-launch", "swarm", "-placement", "none",
 		"-metrics-addr", env["SWARM_METRICS_HOST"]+":9500", "-prometheus-targets", targets)
 	var out bytes.Buffer
 	stderr, err := cmd.StderrPipe()
@@ -115,6 +115,15 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 		t.Fatalf("worker 1 was not killed mid-cell (%s):\n%s", victim, out.String())
 	}
 	t.Logf("killed %s", victim)
+	// The workers ran as Swarm services: the killed one's process was in
+	// a container of the swarm's daemons (their cgroups), and no worker
+	// service is left.
+	if !strings.Contains(victim, "/proxybench-swarm/") {
+		t.Errorf("worker 1 (%s) was not a task of the swarm: want its cgroup under /proxybench-swarm/", victim)
+	}
+	if left, err := exec.Command("docker", "--host", env["SWARM_DOCKER_HOST"], "service", "ls", "-q", "--filter", "label=proxybench.loadgen-worker").Output(); err != nil || len(bytes.TrimSpace(left)) > 0 {
+		t.Errorf("worker services left after the run: %q (%v)", left, err)
+	}
 	reportCellsFrom(t, env["SWARM_PROM"], results, run)
 	man, err := manifest.Read(filepath.Join(results, run, "manifest.json"))
 	if err != nil {
@@ -176,8 +185,9 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 	}
 }
 
-// killWorker SIGKILLs the loadgen worker of index i among parent's
-// children and says which pid it was.
+// killWorker SIGKILLs the loadgen worker of index i, a child of parent or
+// (launched as a Swarm service) any `worker` process of the host, and says
+// which pid it was and its cgroup.
 func killWorker(parent, i int) string {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -187,18 +197,19 @@ func killWorker(parent, i int) string {
 		}
 		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
-			continue
-		}
 		cl, _ := os.ReadFile(filepath.Join(d, "cmdline"))
 		args := strings.Split(string(cl), "\x00")
+		if len(f) < 2 || f[1] != strconv.Itoa(parent) && (len(args) < 2 || args[1] != "worker") {
+			continue
+		}
 		for k := 0; k+1 < len(args); k++ {
 			if args[k] == "-index" && args[k+1] == strconv.Itoa(i) {
 				pid, _ := strconv.Atoi(filepath.Base(d))
+				cg, _ := os.ReadFile(filepath.Join(d, "cgroup"))
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					return "no kill: " + err.Error()
 				}
-				return "worker " + strconv.Itoa(i) + " pid " + strconv.Itoa(pid)
+				return "worker " + strconv.Itoa(i) + " pid " + strconv.Itoa(pid) + " cgroup " + strings.TrimSpace(strings.SplitN(string(cg), "\n", 2)[0])
 			}
 		}
 	}

@@ -98,3 +98,8 @@ const (
 	WorkerTargetsDir  = "prometheus/targets"
 	WorkerTargetsFile = "loadgen-workers.json"
 )
+
+// ExporterService is the compose service of the exporter: on a Docker
+// Swarm a global service, so its image is on every node (the loadgen
+// workers of `-launch swarm` run in it).
+const ExporterService = "exporter"

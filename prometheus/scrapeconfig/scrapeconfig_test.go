@@ -134,6 +134,11 @@ func TestWorkerTargetsAreWhereTheLoadgenWritesThem(t *testing.T) {
 				if re, err := regexp.Compile("^(?:" + r.Regex + ")$"); err != nil || re.ReplaceAllString("127.0.0.1:41234", r.Replacement) != c.host+":41234" {
 					t.Errorf("%s: relabel %+v does not make 127.0.0.1:41234 %s:41234", c.name, r, c.host)
 				}
+				// A worker on another node (a Swarm service on a load
+				// node) is scraped where the loadgen lists it.
+				if re, err := regexp.Compile("^(?:" + r.Regex + ")$"); err == nil && re.MatchString("198.18.0.3:41234") {
+					t.Errorf("%s: relabel %+v moves a worker listed at 198.18.0.3:41234 (another node) to %s", c.name, r, c.host)
+				}
 			}
 		}
 		if (got == "") != (c.host == "") {

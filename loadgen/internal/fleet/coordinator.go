@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -345,7 +346,7 @@ func (c *Coordinator) lost(ctx context.Context, w *worker, when string, err erro
 		select {
 		case <-w.h.Exited:
 			return fmt.Sprintf("%s died %s (%s)", name, when, w.h.Exit())
-		case <-time.After(time.Second): // the process may take a moment to be reaped
+		case <-time.After(cmp.Or(w.h.ExitLag, time.Second)): // the process may take a moment to be reaped
 		}
 	}
 	if ctx.Err() != nil {

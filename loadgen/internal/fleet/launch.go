@@ -26,6 +26,10 @@ type Handle struct {
 	// killed", "exit status 1"). Nil for a worker the launcher cannot watch.
 	Exited <-chan struct{}
 	Exit   func() string
+	// ExitLag is how long after a worker's death Exited may still be open
+	// (a process is reaped at once; a Swarm task's end reaches the manager
+	// later); 0 means a second.
+	ExitLag time.Duration
 	// Stop ends the worker (and waits for it, briefly).
 	Stop func()
 }

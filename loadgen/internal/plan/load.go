@@ -53,6 +53,8 @@ var fields = []field{
 		get: func(p *Plan) string { return strconv.Itoa(p.Loadgens) }, set: intField(func(p *Plan) *int { return &p.Loadgens })},
 	{name: "dist", usage: "where the lab runs: `local` (the compose stack) or swarm (the Docker Swarm stack of scripts/swarm.sh, run in its node's namespace; make bench DIST=swarm)",
 		get: func(p *Plan) string { return p.Dist }, set: func(p *Plan, s string) error { p.Dist = s; return nil }},
+	{name: "launch", usage: "where the -loadgens workers run: `local`, processes of this loadgen, or swarm, each a Docker Swarm service on a node labelled for the load role (run on a Swarm manager; docs/swarm.md)",
+		get: func(p *Plan) string { return p.Launch }, set: func(p *Plan, s string) error { p.Launch = s; return nil }},
 	{name: "stages", usage: "ramp as `duration:target,...` pairs, e.g. 10s:100,30s:500",
 		get: func(p *Plan) string { return formatStages(p.Stages) }, set: func(p *Plan, s string) (err error) { p.Stages, err = ParseStages(s); return err }},
 	{name: "stage-kind", usage: "`what` -stages ramps: rate (open loop) or concurrency (closed loop)",

@@ -44,6 +44,7 @@ type Plan struct {
 	MaxRate     float64  `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
 	Loadgens    int      `yaml:"loadgens" json:"loadgens"`             // loadgen workers running every cell as one instrument (package fleet); 1 = this process alone
 	Dist        string   `yaml:"dist" json:"dist,omitempty"`           // where the lab runs: local (the compose stack) or swarm (scripts/swarm.sh's stack; make bench reads it)
+	Launch      string   `yaml:"launch" json:"launch,omitempty"`       // where the loadgen workers run: local (processes of this loadgen) or swarm (Swarm services on the load nodes)
 	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
 	Repeats     int      `yaml:"repeats" json:"repeats"`               //
 	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
@@ -131,10 +132,14 @@ func Default() Plan {
 	}
 }
 
-// Where a run's lab runs (Plan.Dist).
+// Where a run's lab runs (Plan.Dist), and where its loadgen workers run
+// (Plan.Launch).
 const (
 	DistLocal = "local"
 	DistSwarm = "swarm"
+
+	LaunchLocal = "local"
+	LaunchSwarm = "swarm"
 )
 
 // MaxLoadgens bounds the loadgen workers of a run (the worker label's
@@ -213,6 +218,14 @@ func (p *Plan) Validate() error {
 	case "", DistLocal, DistSwarm:
 	default:
 		bad("dist %q: use %s (the compose stack) or %s (the Docker Swarm stack of scripts/swarm.sh)", p.Dist, DistLocal, DistSwarm)
+	}
+	switch p.Launch {
+	case "", LaunchLocal, LaunchSwarm:
+	default:
+		bad("launch %q: use %s (the workers as processes of this loadgen) or %s (as Swarm services on the load nodes)", p.Launch, LaunchLocal, LaunchSwarm)
+	}
+	if p.Launch == LaunchSwarm && p.Dist != DistSwarm {
+		bad("launch %s with dist %q: Swarm services need the lab on Docker Swarm; add dist %s (make bench DIST=swarm)", LaunchSwarm, p.Dist, DistSwarm)
 	}
 	if p.Mode != load.NameStages && len(p.Stages) > 0 {
 		bad("stages given with mode %s: use mode stages or drop the stages", p.Mode)

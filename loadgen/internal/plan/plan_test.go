@@ -210,6 +210,8 @@ func TestDistAndShow(t *testing.T) {
 		want string
 	}{
 		{[]string{"-dist", "k8s"}, `dist "k8s": use local`},
+		{[]string{"-launch", "ssh"}, `launch "ssh": use local`},
+		{[]string{"-launch", "swarm", "-loadgens", "3"}, `launch swarm with dist "": Swarm services need the lab on Docker Swarm`},
 		{[]string{"-show", "nope"}, `-show "nope": not a plan key`},
 	} {
 		if _, err := Load(tc.args, now, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {

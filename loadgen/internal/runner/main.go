@@ -29,6 +29,7 @@ import (
 	"proxybench/loadgen/internal/progress"
 	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/selfcpu"
+	"proxybench/loadgen/internal/swarmstack"
 )
 
 // Exit codes of `loadgen run`.
@@ -173,6 +174,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		co := &fleet.Coordinator{Workers: x.Loadgens, Launcher: e.workers, CAFile: filepath.Join(dir, tlscert.CAFile), Log: log}
 		if co.Launcher == nil {
 			co.Launcher = fleet.Local{Listen: workerListen(metricsAddr), Log: log}
+			if x.Launch == plan.LaunchSwarm {
+				sw, err := swarmWorkers(ctx, dc, p.Project, log)
+				if err != nil {
+					fmt.Fprintf(stderr, "loadgen run: -launch swarm: %v\n", err)
+					return ExitError
+				}
+				co.Launcher = sw
+			}
 		}
 		if p.PrometheusTargets != "" {
 			// Prometheus scrapes the workers where it finds them
@@ -251,4 +260,25 @@ func listenMetrics(addr string) (net.Listener, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// swarmWorkers is the launcher of -launch swarm: each worker a Swarm
+// service on a node with the load role, in the image of the stack's
+// exporter (a global service, so on every node; the worker needs nothing
+// of it but a kernel).
+func swarmWorkers(ctx context.Context, dc Docker, project string, log *slog.Logger) (fleet.Launcher, error) {
+	api, ok := dc.(fleet.SwarmAPI)
+	if !ok || dc == nil {
+		return nil, errors.New("needs the Docker engine of a Swarm manager (DOCKER_HOST; scripts/swarm.sh exec sets it)")
+	}
+	ctrs, err := dc.Containers(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("the image to run workers in, the exporter's: %w", err)
+	}
+	for _, c := range ctrs { // one a node: the same image on each
+		if c.Service == stack.ExporterService && c.Image != "" {
+			return fleet.Swarm{API: api, Image: c.Image, Constraints: []string{"node.labels." + swarmstack.NodeLabel("load") + "==true"}, Log: log}, nil
+		}
+	}
+	return nil, fmt.Errorf("no %s container in the stack %q to take the workers' image from: is the Swarm stack up (scripts/swarm.sh up)?", stack.ExporterService, project)
 }
