@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,6 +125,11 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 	if left, err := exec.Command("docker", "--host", env["SWARM_DOCKER_HOST"], "service", "ls", "-q", "--filter", "label=proxybench.loadgen-worker").Output(); err != nil || len(bytes.TrimSpace(left)) > 0 {
 		t.Errorf("worker services left after the run: %q (%v)", left, err)
 	}
+	load, err := exec.Command("docker", "--host", env["SWARM_DOCKER_HOST"], "node", "ls", "--filter", "node.label=proxybench.role.load=true", "--format", "{{.Hostname}}").Output()
+	if err != nil {
+		t.Fatalf("the load nodes: %v", err)
+	}
+	loadNodes := strings.Fields(string(load))
 	reportCellsFrom(t, env["SWARM_PROM"], results, run)
 	man, err := manifest.Read(filepath.Join(results, run, "manifest.json"))
 	if err != nil {
@@ -138,6 +144,11 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 	}
 	checkMergedCell(t, got[0].workersCell, man.Cells[0], took)
 	checkUnion(t, man.Cells[0])
+	for _, w := range man.Cells[0].Workers {
+		if !slices.Contains(loadNodes, w.Host) {
+			t.Errorf("worker %d ran on %q, not on a load node %v", w.Index, w.Host, loadNodes)
+		}
+	}
 	if r := got[0].Proxy; r.CPUPeak == nil || *r.CPUPeak <= 0 || r.MemPeak == nil || *r.MemPeak <= 0 {
 		t.Errorf("cell %s: proxy CPU peak %v, memory peak %v: the exporter's container_* series of the swarm's containers are missing", got[0].ID, r.CPUPeak, r.MemPeak)
 	}
@@ -178,7 +189,11 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 	// then crossed the LAN to the proxy (published on its node only) and
 	// the overlay to the origin.
 	if n, _ := strconv.Atoi(env["SWARM_NODES"]); n > 1 {
-		t.Logf("%d nodes: nginx on %s, origin-fast on %s, prometheus on %s", n, nodeOf["nginx"], nodeOf["origin-fast"], nodeOf["prometheus"])
+		var hosts []string
+		for _, w := range man.Cells[0].Workers {
+			hosts = append(hosts, w.Host)
+		}
+		t.Logf("%d nodes: nginx on %s, origin-fast on %s, prometheus on %s, the workers on %v", n, nodeOf["nginx"], nodeOf["origin-fast"], nodeOf["prometheus"], hosts)
 		if nodeOf["nginx"] == "" || nodeOf["nginx"] == nodeOf["prometheus"] {
 			t.Errorf("nginx ran on node %q, the node of the loadgen and Prometheus %q: want a node of its own", nodeOf["nginx"], nodeOf["prometheus"])
 		}

@@ -55,8 +55,10 @@ step() { say "$(awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%6.1f s", b
 NODES=${SWARM_NODES:-1}
 case $NODES in 1 | 2 | 3) ;; *) say "SWARM_NODES=$NODES: give 1, 2 or 3 nodes"; exit 2 ;; esac
 # SWARM_ROLES: the roles of each node, a comma list per node, nodes apart by
-# spaces. Node 1 keeps load and observe: the loadgen runs there, and
-# Prometheus is asked on its address.
+# spaces. Node 1 keeps observe: Prometheus is asked on its address. The
+# loadgen runs on node 1 (swarm.sh exec), and so do its workers unless
+# they run as Swarm services (loadgen run -launch swarm), on the load
+# nodes.
 case $NODES in
   1) DEFAULT_ROLES="sut,load,origin,observe" ;;
   2) DEFAULT_ROLES="load,origin,observe sut" ;;
@@ -67,8 +69,9 @@ read -r -a ROLES <<<"${SWARM_ROLES:-$DEFAULT_ROLES}"
 # each role's name through loadgen swarmstack).
 check_roles() {
   [ ${#ROLES[@]} = "$NODES" ] || { say "SWARM_ROLES=\"${SWARM_ROLES:-}\" gives ${#ROLES[@]} nodes' roles for SWARM_NODES=$NODES: give one comma list per node"; exit 2; }
-  [[ ,${ROLES[0]}, == *,load,* && ,${ROLES[0]}, == *,observe,* ]] ||
-    { say "SWARM_ROLES: node 1 (${ROLES[0]}) must take load and observe: the loadgen runs there and Prometheus is asked there"; exit 2; }
+  [[ ,${ROLES[0]}, == *,observe,* ]] ||
+    { say "SWARM_ROLES: node 1 (${ROLES[0]}) must take observe: Prometheus is asked at its address"; exit 2; }
+  [[ " ${ROLES[*]} " =~ [\ ,]load[\ ,] ]] || { say "SWARM_ROLES=\"${ROLES[*]}\": no node takes load"; exit 2; }
 }
 MAX_NODES=3
 LAN_NS=pbswarm-lan         # the switch: a bridge in a namespace of its own
