@@ -60,18 +60,27 @@ type Local struct {
 	Log    *slog.Logger
 }
 
+// workerBinaryOr is bin, or this executable when bin is "": the loadgen
+// binary a worker runs.
+func workerBinaryOr(bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("the loadgen executable, to start workers: %w", err)
+	}
+	return exe, nil
+}
+
 // startTimeout bounds how long a worker may take to say where it listens.
 const startTimeout = 10 * time.Second
 
 // Launch implements Launcher.
 func (l Local) Launch(ctx context.Context, index int) (*Handle, error) {
-	bin := l.Binary
-	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("the loadgen executable, to start workers: %w", err)
-		}
-		bin = exe
+	bin, err := workerBinaryOr(l.Binary)
+	if err != nil {
+		return nil, err
 	}
 	log := l.Log
 	if log == nil {

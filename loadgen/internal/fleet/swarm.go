@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,13 +72,9 @@ func (s Swarm) Launch(ctx context.Context, index int) (*Handle, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	bin := s.Binary
-	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("the loadgen executable, to start workers: %w", err)
-		}
-		bin = exe
+	bin, err := workerBinaryOr(s.Binary)
+	if err != nil {
+		return nil, err
 	}
 	if s.Image == "" {
 		return nil, errors.New("loadgen worker on Swarm: no image to run it in (the stack's exporter image: is the stack up?)")
