@@ -219,13 +219,16 @@ func TestPrometheusOutageMidRun(t *testing.T) {
 	waitLine(t, lines, "cell end", time.Minute) // r1 ended
 	down := time.Now()
 	docker(t, "stop", "-t", "1", "proxybench-prometheus")
+	// Prometheus may still scrape while it stops: it is back only with a
+	// scrape after the stop returned.
+	stopped := time.Now()
 	waitLine(t, lines, "cell=nginx.fast.simple.4s.r2", 30*time.Second)
 	docker(t, "start", "proxybench-prometheus")
 	// Back is its first scrape of the loadgen, which comes a few seconds
 	// after ready (the scrape manager applies targets every 5 s).
 	var up time.Time
 	for deadline := time.Now().Add(60 * time.Second); up.IsZero(); {
-		if ts, ok := lastScrape(prom); ok && ts.After(down) {
+		if ts, ok := lastScrape(prom); ok && ts.After(stopped) {
 			up = ts
 		}
 		if time.Now().After(deadline) {
