@@ -52,7 +52,7 @@ func (c *Client) CreateService(ctx context.Context, s ServiceSpec) (string, erro
 			Networks:      []swarm.NetworkAttachmentConfig{{Target: "host"}},
 		},
 	}
-	r, err := c.api.ServiceCreate(ctx, spec, swarm.ServiceCreateOptions{QueryRegistry: false})
+	r, err := c.api.ServiceCreate(ctx, spec, swarm.ServiceCreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("create swarm service %s: %w", s.Name, err)
 	}

@@ -267,8 +267,8 @@ func isTerminal(w io.Writer) bool {
 // exporter (a global service, so on every node; the worker needs nothing
 // of it but a kernel).
 func swarmWorkers(ctx context.Context, dc Docker, project string, log *slog.Logger) (fleet.Launcher, error) {
-	api, ok := dc.(fleet.SwarmAPI)
-	if !ok || dc == nil {
+	api, ok := dc.(fleet.SwarmAPI) // false for no Docker at all
+	if !ok {
 		return nil, errors.New("needs the Docker engine of a Swarm manager (DOCKER_HOST; scripts/swarm.sh exec sets it)")
 	}
 	ctrs, err := dc.Containers(ctx, project)
