@@ -90,3 +90,9 @@ type Throttling struct {
 	ThrottledPeriods int64   `json:"throttled_periods"`
 	ThrottledSeconds float64 `json:"throttled_seconds"`
 }
+
+// StealStarvedShare is the share of a set of CPUs' time the hypervisor may
+// steal before the work on them counts as starved: the reporter's default
+// contended threshold for steal, and the share over any 1 s at which a
+// study retakes a sample.
+const StealStarvedShare = 0.20

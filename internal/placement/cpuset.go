@@ -54,5 +54,12 @@ func (s CPUSet) Intersect(o CPUSet) CPUSet {
 	return out
 }
 
+// Union is the CPUs in s or o, sorted, without repeats.
+func (s CPUSet) Union(o CPUSet) CPUSet {
+	out := append(append(CPUSet{}, s...), o...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Equal reports whether both sets hold the same CPUs.
 func (s CPUSet) Equal(o CPUSet) bool { return slices.Equal(s, o) }

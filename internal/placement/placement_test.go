@@ -355,3 +355,16 @@ func TestPinChild(t *testing.T) {
 	}
 	fmt.Printf("pinned to %s gomaxprocs %d threads %d\n", a.CPUs, a.GOMAXPROCS, a.Threads)
 }
+
+func TestCPUSetUnion(t *testing.T) {
+	for _, tc := range []struct{ a, b, want CPUSet }{
+		{CPUSet{0}, CPUSet{1}, CPUSet{0, 1}},
+		{CPUSet{1, 3}, CPUSet{0, 1}, CPUSet{0, 1, 3}},
+		{nil, CPUSet{2}, CPUSet{2}},
+		{nil, nil, CPUSet{}},
+	} {
+		if got := tc.a.Union(tc.b); !got.Equal(tc.want) {
+			t.Errorf("%v ∪ %v = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

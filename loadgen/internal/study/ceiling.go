@@ -87,6 +87,8 @@ func runCeiling(ctx context.Context, e *Env) error {
 			100*sc.capShare, 100*sc.capShare, 100*sc.cappedStep),
 		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling is invalid, the instrument's limit rather than the proxy's (manifest.Ceiling.Near, as the reporter's instrument_ceiling flag and `loadgen attack -knee -ceiling`).", 100*manifest.CeilingFraction),
 		fmt.Sprintf("Order: %d repeat(s), interleaved: uncapped then capped in every repeat (the cap comes from the repeat's uncapped knee).", repeats),
+		fmt.Sprintf("Host noise: /proc/stat is read every %v during a sample; a sample in which the hypervisor stole %.0f %% or more of some second of the loadgen's and proxy's CPUs is run again after the quiet gap, at most %d times in all (the last attempt stands, its worst second recorded as steal_share_worst; every retake is in the notes).",
+			stealEvery, 100*manifest.StealStarvedShare, stealAttempts),
 	}
 	r.Metrics = []studydata.Metric{
 		{Name: "ceiling_rps", Label: "instrument ceiling", Unit: "req/s", Better: "higher"},
@@ -95,6 +97,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 		{Name: "max_rate_rps", Label: "loadgen -max-rate cap (0 = none)", Unit: "req/s"},
 		{Name: "probe_rps", Label: "closed-loop probe of the proxy (uncapped)", Unit: "req/s"},
 		{Name: "knee_invalid", Label: "knee judged the instrument's (1 = invalid)", Unit: "bool"},
+		{Name: "steal_share_worst", Label: "the hypervisor's steal of the loadgen's and proxy's CPUs, worst second", Unit: "ratio", Better: "lower"},
 	}
 	r.Groups = []studydata.Group{{Name: "", Label: "nginx → fast, " + pl.Summary()}}
 	r.Variants = []studydata.Variant{
@@ -138,7 +141,15 @@ func runCeiling(ctx context.Context, e *Env) error {
 				}
 				maxRate = math.Round(sc.capShare * base)
 			}
-			c, knee, g, why, err := ceilingSample(ctx, e, sc, maxRate)
+			var c *manifest.Ceiling
+			var knee, g float64
+			var why string
+			steal, err := retakeOnSteal(ctx, e, fmt.Sprintf("%s r%d", v, rep), pl.Loadgen.Union(pl.Proxy), sc.settle, func() error {
+				s.Start = time.Now().UTC()
+				var err error
+				c, knee, g, why, err = ceilingSample(ctx, e, sc, maxRate)
+				return err
+			})
 			s.End = time.Now().UTC()
 			if err != nil {
 				s.Error = err.Error()
@@ -151,7 +162,8 @@ func runCeiling(ctx context.Context, e *Env) error {
 				continue
 			}
 			reason, invalid := c.Near("knee", knee, manifest.CeilingFraction)
-			s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid)}
+			s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid),
+				"steal_share_worst": steal}
 			if maxRate == 0 {
 				s.Values["probe_rps"] = g
 			}

@@ -99,6 +99,13 @@ func (e *Env) Add(s studydata.Sample) error {
 	return e.Save()
 }
 
+// Note appends a note to the record, saved with the next sample or check.
+func (e *Env) Note(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rec.Notes = append(e.rec.Notes, fmt.Sprintf(format, args...))
+}
+
 // AddCheck records a mechanism check (replacing one of the same name) and
 // saves the record.
 func (e *Env) AddCheck(name string, ok bool, format string, args ...any) error {

@@ -81,7 +81,7 @@ var DefaultContention = ContentionThresholds{
 	ForeignShare:  0.25,
 	RunDelayPerS:  0.10,
 	PressureShare: 0.25,
-	StealShare:    0.20,
+	StealShare:    manifest.StealStarvedShare,
 	ThrottledPerS: 0.05,
 }
 
