@@ -11,15 +11,33 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"proxybench/internal/manifest"
 )
 
 // TestStudyCeiling runs the ceiling study at tiny scale on the real stack:
 // under a -max-rate cap the loadgen's own ceiling against the trivial server
 // is the cap, the knee of nginx → fast found under it is at the cap and
 // judged the instrument's (invalid), and the uncapped ceiling is well above
-// the cap.
+// the cap. A sample whose every attempt lost a second of its CPUs to the
+// hypervisor (the study retakes it, then keeps the last) measured the
+// host's neighbours, not the lab: its numbers are not judged, and the
+// record must say so.
 func TestStudyCeiling(t *testing.T) {
-	r, _ := runStudy(t, "ceiling", 90*time.Second, nil)
+	r, _ := runStudy(t, "ceiling", 2*time.Minute, nil)
+	for _, s := range r.Samples {
+		if steal := s.Values["steal_share_worst"]; steal >= manifest.StealStarvedShare {
+			noted := false
+			for _, n := range r.Notes {
+				noted = noted || strings.Contains(n, fmt.Sprintf("%s r%d: every one of", s.Variant, s.Repeat))
+			}
+			if !noted {
+				t.Errorf("%s r%d: worst second's steal %.2f, and no note says every attempt was stolen: %q", s.Variant, s.Repeat, steal, r.Notes)
+			}
+			t.Logf("%s r%d: every attempt lost %.0f %% or more of a second to the hypervisor (the last %.0f %%): its checks are not judged", s.Variant, s.Repeat, 100*manifest.StealStarvedShare, 100*steal)
+			return
+		}
+	}
 	studyChecks(t, r)
 	if len(r.Checks) < 4 {
 		t.Errorf("%d checks, want 4", len(r.Checks))

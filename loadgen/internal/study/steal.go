@@ -21,7 +21,7 @@ import (
 // recorded, and every retake is logged and noted in the record.
 
 const (
-	stealAttempts = 4                      // a sample is run at most this often
+	stealAttempts = 3                      // a sample is run at most this often
 	stealSpan     = time.Second            // the steal share is judged over any span this long
 	stealEvery    = 100 * time.Millisecond // /proc/stat is read this often during a sample
 )
