@@ -107,11 +107,9 @@ test: prepare test-unit ## everything CI runs: prepare, unit tests, lint and fuz
 prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
 	@scripts/prepare.sh
 
-# Four packages at a time, whatever the CPU count: most of the slow tests
-# wait on a real Prometheus's scrapes, real HTTP and Docker, not on a CPU.
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker)
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
-	  go test -p 4 -count=1 -timeout 20m ./...
+	  go test -count=1 -timeout 20m ./...
 
 fuzz: ## every Fuzz target of the repository, fuzzed for a share of 30 s (FUZZTIME=3s per target, FUZZ_BUDGET=seconds in all)
 	@scripts/fuzz.sh
