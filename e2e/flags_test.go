@@ -236,10 +236,9 @@ func TestFlagLoadgenBound(t *testing.T) {
 	id := "nginx.fast.simple.5s.r1"
 	// The unthrottled control: the quick bench's nginx → fast cell (the
 	// same 20 connections) when make test-e2e ran it, else one of our own.
-	free, ok := quickBenchCell(t, "nginx.fast.simple.4s.r1")
-	if !ok {
-		free = cell(t, runCells(t, results, "lgfree", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false"), id)
-	}
+	free := quickBenchOr(t, func() flagCell {
+		return cell(t, runCells(t, results, "lgfree", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false"), id)
+	})
 	starved := cell(t, runCells(t, results, "lgquota", cpuQuota(t, 0.1), "-tier", "5s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "20", "-isolate=false"), id)
 	mustFire(t, starved, "loadgen_bound", "invalid", "of 0.1 cores")
 	// Unthrottled, the loadgen has its 2 cores: nothing says it ran out of
@@ -266,6 +265,17 @@ func TestFlagLoadgenBound(t *testing.T) {
 		t.Errorf("the quota did not starve the loadgen: %.0f req/s vs %.0f unthrottled", *starved.RPS, *free.RPS)
 	}
 	t.Logf("unthrottled %.0f req/s (%s), quota 0.1: %.0f req/s (%s)", deref(free.RPS), free.Validity.Verdict, deref(starved.RPS), starved.flags())
+}
+
+// quickBenchOr is the quick bench's nginx → fast cell (20 connections,
+// closed loop), the control of several tests, when make test-e2e ran the
+// quick bench; else the control own measures.
+func quickBenchOr(t *testing.T, own func() flagCell) flagCell {
+	t.Helper()
+	if c, ok := quickBenchCell(t, "nginx.fast.simple.4s.r1"); ok {
+		return c
+	}
+	return own()
 }
 
 // quickBenchCell is the cell id of the quick bench scripts/e2e.sh ran
@@ -557,11 +567,10 @@ func TestFlagMissingMetrics(t *testing.T) {
 	mustFire(t, c, "missing_metrics", "suspect", "container_memory_working_set_bytes")
 	docker(t, "start", "proxybench-exporter")
 	waitHealthy(t, "proxybench-exporter", 60*time.Second)
-	ctl, ok := quickBenchCell(t, "nginx.fast.simple.4s.r1")
-	if !ok {
+	ctl := quickBenchOr(t, func() flagCell {
 		time.Sleep(3 * time.Second) // cAdvisor's first housekeeping
-		ctl = cell(t, runCells(t, results, "withexp", nil, "-tier", "3s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "10", "-isolate=false"), "nginx.fast.simple.3s.r1")
-	}
+		return cell(t, runCells(t, results, "withexp", nil, "-tier", "3s", "-proxies", "nginx", "-origins", "fast", "-concurrency", "10", "-isolate=false"), "nginx.fast.simple.3s.r1")
+	})
 	mustStayQuiet(t, ctl, "missing_metrics")
 }
 
@@ -791,9 +800,6 @@ func TestFlagNoServerSide(t *testing.T) {
 	if c.Requests == 0 {
 		t.Errorf("the unscraped cell lost its counts: the manifest has them")
 	}
-	ctl, ok := quickBenchCell(t, "nginx.fast.simple.4s.r1")
-	if !ok {
-		ctl = cell(t, runCells(t, results, "scraped", nil, args...), id)
-	}
+	ctl := quickBenchOr(t, func() flagCell { return cell(t, runCells(t, results, "scraped", nil, args...), id) })
 	mustStayQuiet(t, ctl, "no_server_side_series")
 }

@@ -3,6 +3,8 @@ package study
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,7 +43,7 @@ func retakeOnSteal(ctx context.Context, e *Env, what string, cpus []int, gap tim
 			return 0, err
 		}
 		if err != nil || worst < manifest.StealStarvedShare || attempt == stealAttempts || ctx.Err() != nil {
-			if worst >= manifest.StealStarvedShare {
+			if err == nil && worst >= manifest.StealStarvedShare {
 				e.Note("%s: every one of %d attempts lost %.0f %% or more of a second of CPUs %s to the hypervisor; the last stands (worst second %.0f %%).",
 					what, attempt, 100*manifest.StealStarvedShare, cpuList(cputime.FormatList(cpus)), 100*worst)
 			}
@@ -69,19 +71,23 @@ type stealWatch struct {
 	err   error
 }
 
-// stealReading is one reading of the watched CPUs' steal.
+// stealReading is one reading of /proc/stat.
 type stealReading struct {
-	at    time.Time
-	steal time.Duration
+	at   time.Time
+	stat cputime.Stat
 }
 
 func watchSteal(cpus []int) *stealWatch {
-	w := &stealWatch{cpus: cpus, quit: make(chan struct{}), done: make(chan struct{})}
-	first, err := w.read()
+	w := &stealWatch{quit: make(chan struct{}), done: make(chan struct{})}
+	first, err := readSteal()
 	if err != nil {
 		w.err = err
 		close(w.done)
 		return w
+	}
+	w.cpus = cpus
+	if len(w.cpus) == 0 {
+		w.cpus = slices.Sorted(maps.Keys(first.stat))
 	}
 	go w.loop(first)
 	return w
@@ -92,41 +98,48 @@ func (w *stealWatch) loop(first stealReading) {
 	t := time.NewTicker(stealEvery)
 	defer t.Stop()
 	readings := []stealReading{first}
-	for {
+	for stopping := false; !stopping; {
 		select {
 		case <-w.quit:
+			stopping = true // one last reading, up to the stop
 		case <-t.C:
 		}
-		r, err := w.read()
+		r, err := readSteal()
+		if err == nil {
+			readings, err = w.judge(readings, r)
+		}
 		if err != nil {
 			w.mu.Lock()
 			w.err = err
 			w.mu.Unlock()
 			return
 		}
-		readings = append(readings, r)
-		// The latest reading at least stealSpan older than r is the start
-		// of r's span; older ones are no longer needed.
-		i := -1
-		for j, old := range readings {
-			if r.at.Sub(old.at) >= stealSpan {
-				i = j
-			}
-		}
-		if i >= 0 {
-			old := readings[i]
-			share := stealShare(r.steal-old.steal, r.at.Sub(old.at), len(w.cpus))
-			w.mu.Lock()
-			w.worst = max(w.worst, share)
-			w.mu.Unlock()
-			readings = readings[i:]
-		}
-		select {
-		case <-w.quit:
-			return
-		default:
+	}
+}
+
+// judge adds r to readings, takes the steal share of the span from the
+// latest reading at least stealSpan older than r, and returns the readings
+// still needed.
+func (w *stealWatch) judge(readings []stealReading, r stealReading) ([]stealReading, error) {
+	readings = append(readings, r)
+	i := -1
+	for j, old := range readings {
+		if r.at.Sub(old.at) >= stealSpan {
+			i = j
 		}
 	}
+	if i < 0 {
+		return readings, nil
+	}
+	d, err := r.stat.Since(readings[i].stat, w.cpus)
+	if err != nil {
+		return nil, err
+	}
+	share := stealShare(d.Steal, r.at.Sub(readings[i].at), len(w.cpus))
+	w.mu.Lock()
+	w.worst = max(w.worst, share)
+	w.mu.Unlock()
+	return readings[i:], nil
 }
 
 // stealShare is steal over n CPUs' capacity in wall.
@@ -137,28 +150,9 @@ func stealShare(steal, wall time.Duration, n int) float64 {
 	return steal.Seconds() / (wall.Seconds() * float64(n))
 }
 
-// read sums the steal of w's CPUs, every CPU when w names none (then fixed
-// at the first reading).
-func (w *stealWatch) read() (stealReading, error) {
+func readSteal() (stealReading, error) {
 	st, err := cputime.ReadStat("/proc")
-	if err != nil {
-		return stealReading{}, err
-	}
-	at := time.Now()
-	if len(w.cpus) == 0 {
-		for n := range st {
-			w.cpus = append(w.cpus, n)
-		}
-	}
-	var steal time.Duration
-	for _, n := range w.cpus {
-		c, ok := st[n]
-		if !ok {
-			return stealReading{}, fmt.Errorf("CPU %d is not in /proc/stat (offline?)", n)
-		}
-		steal += c.Steal
-	}
-	return stealReading{at: at, steal: steal}, nil
+	return stealReading{at: time.Now(), stat: st}, err
 }
 
 // stop ends the watch: the worst share over any stealSpan, or why steal
