@@ -10,9 +10,9 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/stats"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
-	"proxybench/reporter/internal/stats"
 )
 
 // Margins around a window for the loadgen's quiet traffic series (the

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/stats"
 	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
-	"proxybench/reporter/internal/stats"
 )
 
 // vouch is whose scrape coverage (Coverage) a number rests on: a target

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/stats"
 	"proxybench/reporter/internal/report"
-	"proxybench/reporter/internal/stats"
 	"proxybench/reporter/internal/synth"
 )
 

@@ -4,8 +4,8 @@ import (
 	"math"
 	"sort"
 
+	"proxybench/internal/stats"
 	"proxybench/reporter/internal/report"
-	"proxybench/reporter/internal/stats"
 )
 
 // Row is one cell key and metric of two separate runs.

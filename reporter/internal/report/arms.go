@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"proxybench/internal/cellid"
-	"proxybench/reporter/internal/stats"
+	"proxybench/internal/stats"
 )
 
 // Alpha is the significance level of the report's arm comparisons (diff

@@ -3,7 +3,7 @@ package report
 import (
 	"sort"
 
-	"proxybench/reporter/internal/stats"
+	"proxybench/internal/stats"
 )
 
 // GroupMetric is a per-cell number summarised across repeats and compared

@@ -7,7 +7,7 @@ import (
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
-	"proxybench/reporter/internal/stats"
+	"proxybench/internal/stats"
 )
 
 // HandshakeSplit is one proxy's TLS handshake latency on one origin and

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"proxybench/internal/cellid"
-	"proxybench/reporter/internal/stats"
+	"proxybench/internal/stats"
 )
 
 // NoiseFloor is the smallest relative change a run can tell from its own

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"proxybench/internal/scenario"
-	"proxybench/reporter/internal/stats"
+	"proxybench/internal/stats"
 )
 
 // TLSCost is what TLS costs one proxy on one origin and tier: its CPU per

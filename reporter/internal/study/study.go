@@ -14,9 +14,9 @@ import (
 	"sort"
 	"time"
 
+	"proxybench/internal/stats"
 	"proxybench/internal/studydata"
 	"proxybench/reporter/internal/report"
-	"proxybench/reporter/internal/stats"
 )
 
 // SummarySchema versions summary.json.

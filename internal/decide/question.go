@@ -1,0 +1,154 @@
+package decide
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Options state the question: the margin, the family's false-alarm rate
+// and the kind of interval.
+type Options struct {
+	Margin      float64 // relative margin, e.g. 0.05 (5 %)
+	ErrorMargin float64 // absolute margin of the error ratio, e.g. 0.005
+	Alpha       float64 // the family's false-alarm rate
+	// Anytime asks for confidence sequences (a comparison that may stop
+	// as soon as it decides); TOpt is the number of pairs they are
+	// tightest at.
+	Anytime bool
+	TOpt    float64
+}
+
+// Defaults are the documented defaults for a fixed sample.
+var Defaults = Options{Margin: DefaultMargin, ErrorMargin: DefaultErrorMargin, Alpha: DefaultAlpha}
+
+// Validate names a bad option and what to do.
+func (o Options) Validate() error {
+	var errs []error
+	if !(o.Margin > 0 && o.Margin < 1) {
+		errs = append(errs, fmt.Errorf("margin %g: a relative change between 0 and 1, e.g. 0.05 for 5 %%", o.Margin))
+	}
+	if !(o.ErrorMargin > 0 && o.ErrorMargin < 1) {
+		errs = append(errs, fmt.Errorf("error margin %g: an absolute error-ratio change between 0 and 1, e.g. 0.005", o.ErrorMargin))
+	}
+	if !(o.Alpha > 0 && o.Alpha < 0.5) {
+		errs = append(errs, fmt.Errorf("alpha %g: a false-alarm rate between 0 and 0.5, e.g. 0.05", o.Alpha))
+	}
+	return errors.Join(errs...)
+}
+
+// Series is one metric's pairs: Base[i] and Cand[i] measured next to each
+// other.
+type Series struct {
+	Name     string
+	Better   int  // +1 higher is better, -1 lower is better
+	Absolute bool // compared on differences (the error ratio), not log ratios
+	Base     []float64
+	Cand     []float64
+}
+
+// Result is one metric's answer.
+type Result struct {
+	Name    string   `json:"metric"`
+	Outcome Outcome  `json:"outcome"`
+	Test    Interval `json:"interval"` // on the test's scale (log ratio or difference)
+	// Change, Low and High are the change and its interval as a reader
+	// reads them: relative (+0.10 = 10 % higher) or, for the error ratio,
+	// absolute.
+	Change float64 `json:"change"`
+	Low    float64 `json:"low"`
+	High   float64 `json:"high"`
+	// Margin is the margin asked (relative, or absolute for the error
+	// ratio); Resolution is the half-width of the interval on the same
+	// scale: an interval this narrow decides any margin the true change
+	// is at least this far from.
+	Margin     float64 `json:"margin"`
+	Resolution float64 `json:"resolution"`
+	Absolute   bool    `json:"absolute,omitempty"`
+}
+
+// Decide answers every series as one family: each interval holds at
+// 1 - alpha/len(series).
+func Decide(series []Series, o Options) []Result {
+	alpha := Share(o.Alpha, len(series))
+	out := make([]Result, 0, len(series))
+	for _, s := range series {
+		out = append(out, One(s, alpha, o))
+	}
+	return out
+}
+
+// One answers a single series at the given alpha (its share of a family).
+func One(s Series, alpha float64, o Options) Result {
+	var x []float64
+	if s.Absolute {
+		x = Differences(s.Base, s.Cand)
+	} else {
+		x = LogRatios(s.Base, s.Cand)
+	}
+	var iv Interval
+	if o.Anytime {
+		iv = Sequence(x, alpha, o.TOpt)
+	} else {
+		iv = Fixed(x, alpha)
+	}
+	return FromInterval(s.Name, s.Better, s.Absolute, iv, o)
+}
+
+// FromInterval is the answer an interval on the test's scale gives.
+func FromInterval(name string, better int, absolute bool, iv Interval, o Options) Result {
+	r := Result{Name: name, Test: iv, Absolute: absolute}
+	if absolute {
+		r.Margin = o.ErrorMargin
+		r.Outcome = Judge(iv, o.ErrorMargin, better)
+		r.Change, r.Low, r.High, r.Resolution = iv.Mean, iv.Low, iv.High, iv.HalfWidth
+		return r
+	}
+	r.Margin = o.Margin
+	r.Outcome = Judge(iv, LogMargin(o.Margin), better)
+	r.Change, r.Low, r.High = Relative(iv.Mean), Relative(iv.Low), Relative(iv.High)
+	r.Resolution = Relative(iv.HalfWidth)
+	if math.IsNaN(iv.HalfWidth) {
+		r.Resolution = math.NaN()
+	}
+	return r
+}
+
+// AllDecided says whether every result is decided.
+func AllDecided(rs []Result) bool {
+	for _, r := range rs {
+		if !r.Outcome.Decided() {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// String is the answer in words, e.g. "worse by more than 5 %: +9.8 %
+// [+6.1 %, +13.6 %]".
+func (r Result) String() string {
+	m, chg := Pct(r.Margin), fmt.Sprintf("%s [%s, %s]", Pct(r.Change), Pct(r.Low), Pct(r.High))
+	if r.Absolute {
+		m = fmt.Sprintf("%.2g", r.Margin)
+		chg = fmt.Sprintf("%+.4f [%+.4f, %+.4f]", r.Change, r.Low, r.High)
+	}
+	m = trimSign(m)
+	switch r.Outcome {
+	case Worse:
+		return "worse by more than " + m + ": " + chg
+	case Better:
+		return "better by more than " + m + ": " + chg
+	case Equivalent:
+		return "equivalent within ±" + m + ": " + chg
+	case NoData:
+		return "no data: fewer than 2 pairs"
+	}
+	return fmt.Sprintf("not resolved at ±%s: %s", m, chg)
+}
+
+func trimSign(s string) string {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		return s[1:]
+	}
+	return s
+}
