@@ -183,10 +183,9 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 	results := fs.String("results", "results", "results directory")
 	jsonOut := fs.String("json", "", "also write the comparison as JSON to this file (- for stdout instead of Markdown)")
 	o := diff.DefaultOptions
-	fs.Var(ratio{&o.Threshold}, "threshold", "the noise floor of a run that cannot measure one (a single repeat): the relative change that counts (e.g. 5% or 0.05)")
-	fs.Var(ratio{&o.ErrorThreshold}, "error-threshold", "absolute error-ratio change that counts (e.g. 0.5%)")
-	fs.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Holm-adjusted p-values")
-	fs.BoolVar(&o.RequireSignificance, "require-significance", false, "a worse change that cannot be tested (1 repeat on a side) does not fail; missing, failed or skipped cells, more invalid repeats and more errors still fail")
+	fs.Var(ratio{&o.Margin}, "margin", "the relative change that matters (e.g. 5% or 0.05): each metric is answered worse or better by more than it, equivalent within it, or not resolved (default: the run's own margin with -run, else 5%)")
+	fs.Var(ratio{&o.ErrorMargin}, "error-margin", "the error ratio's margin, an absolute change (e.g. 0.5%)")
+	fs.Float64Var(&o.Alpha, "alpha", o.Alpha, "the family's false-alarm rate: the gated metrics of every cell share it")
 	metrics := fs.String("metrics", strings.Join(o.Metrics, ","), "metrics compared (goodput_rps, rps, p50_seconds, p99_seconds, p99_9_seconds, error_ratio, proxy_cpu_cores, proxy_mem_peak_bytes)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -194,6 +193,12 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 	interleaved := *runID != ""
 	if interleaved == (*a != "" || *b != "") || (!interleaved && (*a == "" || *b == "")) {
 		fmt.Fprintln(stderr, "reporter diff: give -a and -b (two runs) or -run (one run with interleaved arms), not both")
+		return exitUsage
+	}
+	marginGiven := false
+	fs.Visit(func(f *flag.Flag) { marginGiven = marginGiven || f.Name == "margin" || f.Name == "error-margin" })
+	if err := o.Question().Options("").Validate(); err != nil {
+		fmt.Fprintf(stderr, "reporter diff: %v\n", err)
 		return exitUsage
 	}
 	o.Metrics = strings.Split(*metrics, ",")
@@ -225,6 +230,9 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 		if len(report.ArmsOf(r.Cells)) == 0 {
 			fmt.Fprintf(stderr, "reporter diff: %v\n", diff.ErrNoArms(r.Run))
 			return exitError
+		}
+		if q := report.QuestionOf(r); !marginGiven {
+			o.Margin, o.ErrorMargin = q.Margin, q.ErrorMargin
 		}
 		rr := diff.CompareRun(r, o)
 		res, regressions = rr, rr.Regressions

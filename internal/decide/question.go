@@ -152,3 +152,30 @@ func trimSign(s string) string {
 	}
 	return s
 }
+
+// DefaultTOpt is the number of pairs the anytime intervals are tightest
+// at: about what a duet needs to resolve a 5 % margin on the lab's quiet
+// metrics.
+const DefaultTOpt = 20
+
+// Names of the metrics a comparison decides on (as report.json names
+// them).
+const (
+	Goodput       = "goodput_rps"
+	P50           = "p50_seconds"
+	P99           = "p99_seconds"
+	CPUPerRequest = "proxy_cpu_seconds_per_request"
+	ErrorRatio    = "error_ratio"
+)
+
+// Gated names the metrics whose answer decides a comparison (a "worse"
+// among them fails the gate); every other metric is shown, never gated.
+// A closed loop is decided by goodput (its latency follows from its
+// throughput); a fixed offered rate by p50, p99 and the proxy's CPU per
+// request (the cost of the same work).
+func Gated(closed bool) []string {
+	if closed {
+		return []string{Goodput}
+	}
+	return []string{P50, P99, CPUPerRequest}
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/decide"
 	"proxybench/reporter/internal/report"
 )
 
@@ -15,10 +16,8 @@ type ArmRow struct {
 	Key    string // the plan key
 	Metric string
 	report.Paired
-	Floor       float64 // the run's noise floor for the metric (Options.Threshold when not measured; ErrorThreshold for the error ratio)
-	FloorSource string
-	Verdict     string
-	Gate        bool
+	Verdict string
+	Gate    bool
 }
 
 // ArmSet is every row of one arm, its Holm family.
@@ -35,19 +34,21 @@ type RunResult struct {
 	Floor       report.NoiseFloor
 	Arms        []ArmSet // the candidate, the observer's arm, any other, the A/A control last
 	Regressions int      // gated candidate keys and rows
-	Opts        Options
+	// Drifted lists the A/A control's gated metrics that read worse or
+	// better by more than the margin: the pairs are not exchangeable and
+	// no answer of the run is trusted.
+	Drifted []string
+	Opts    Options
 }
 
 // CompareRun compares each arm of r besides the plan's own cells with the
-// plan's own cells, pair by repeat, per plan key and metric. The
-// candidate (cellid.ArmCandidate) gates: a key it misses, failed or
-// measured with a larger share of invalid repeats, and a metric whose
-// change is significant after Holm (over every test of the arm) and worse
-// by more than the run's noise floor. Every other arm is a measurement:
-// the observer effect, the A/A control's difference.
+// plan's own cells, pair by repeat, per plan key and metric, and answers
+// each at o's margin. The candidate (cellid.ArmCandidate) gates: a key it
+// misses, failed or measured with a larger share of invalid repeats, and
+// a gated metric worse by more than the margin. Every other arm is a
+// measurement: the observer effect, the A/A control's difference.
 func CompareRun(r *report.Report, o Options) RunResult {
-	res := RunResult{Run: r.Run, Opts: o, Floor: pairedFloor(noiseOf(r))}
-	floors := map[string]report.NoiseFloor{"": res.Floor}
+	res := RunResult{Run: r.Run, Opts: o, Floor: noiseOf(r, o)}
 	g := map[string][]*report.Cell{}
 	for i := range r.Cells {
 		c := &r.Cells[i]
@@ -60,7 +61,7 @@ func CompareRun(r *report.Report, o Options) RunResult {
 	}
 	for _, arm := range arms {
 		set := ArmSet{Arm: arm}
-		results := report.CompareArm(r.Cells, arm, o.Metrics)
+		results := report.CompareArm(r.Cells, arm, o.Metrics, o.Question())
 		if arm == cellid.ArmCandidate {
 			set.Keys = candidateKeys(g, sd)
 			for _, k := range set.Keys {
@@ -79,10 +80,12 @@ func CompareRun(r *report.Report, o Options) RunResult {
 					continue
 				}
 				row := ArmRow{Arm: arm, Key: ar.Key, Metric: m, Paired: p}
-				row.Floor, row.FloorSource = floor(o, m, floors)
-				row.Verdict, row.Gate = armVerdict(arm, m, p, row.Floor, o)
+				row.Verdict, row.Gate = armVerdict(arm, p)
 				if row.Gate {
 					res.Regressions++
+				}
+				if arm == cellid.ArmControl && p.Gated && (p.Decision.Outcome == decide.Worse || p.Decision.Outcome == decide.Better) {
+					res.Drifted = append(res.Drifted, ar.Key+" "+m)
 				}
 				set.Rows = append(set.Rows, row)
 			}
@@ -109,47 +112,25 @@ func candidateKeys(g map[string][]*report.Cell, sd map[string]Side) []KeyRow {
 	return out
 }
 
-// armVerdict judges one row of an arm.
-func armVerdict(arm, metric string, p report.Paired, fl float64, o Options) (string, bool) {
-	sig := p.Significant(o.Alpha)
+// armVerdict is one row's answer: the candidate's gates on a gated
+// metric worse by more than the margin; the control's and the
+// observer's answers beyond the margin say the arm differs.
+func armVerdict(arm string, p report.Paired) (string, bool) {
 	switch {
 	case p.N == 0:
 		return Missing, false
 	case arm == cellid.ArmCandidate:
-		return verdict(metric, better(metric), float64(p.Change), fl, float64(p.PHolm), o)
-	case arm == cellid.ArmControl:
-		if sig {
-			return Differs, false
-		}
-		return NoDifference, false
-	case arm == cellid.ArmUnobserved:
-		if sig {
-			return SignificantEffect, false
-		}
-		return NoEffect, false
+		return answer(p.Decision, p.Gated)
 	}
-	return Compared, false
+	v, _ := answer(p.Decision, false)
+	if o := p.Decision.Outcome; o == decide.Worse || o == decide.Better {
+		v = Differs + ": " + v
+	}
+	return v, false
 }
 
 // ErrNoArms is CompareRun's complaint about a run with nothing to pair.
 func ErrNoArms(run string) error {
 	return fmt.Errorf("run %s has no cells besides the plan's own (no A/A control, duet candidate or observer arm): "+
 		"nothing to compare inside it; compare two runs with -a and -b", run)
-}
-
-// pairedFloor is the floor of an interleaved comparison: where the run's
-// A/A control measured a metric, its bound alone, because the control is
-// paired round by round like the arms are and so sees the noise a pair
-// sees; the spread across repeats also holds the drift over the run, which
-// pairing cancels, and stands in only where the run has no control.
-func pairedFloor(nf report.NoiseFloor) report.NoiseFloor {
-	out := nf
-	out.Metrics = make(map[string]report.MetricFloor, len(nf.Metrics))
-	for name, mf := range nf.Metrics {
-		if mf.AABound.Known() {
-			mf.Floor, mf.Source = mf.AABound, report.FloorFromAA
-		}
-		out.Metrics[name] = mf
-	}
-	return out
 }

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"io"
 
+	"proxybench/internal/decide"
 	"proxybench/reporter/internal/report"
 )
 
 // JSONSchema names the layout of `reporter diff -json`; it changes when a
 // field changes meaning or is removed.
-const JSONSchema = "proxybench.diff/v1"
+const JSONSchema = "proxybench.diff/v2"
 
 // Modes of a diff (the JSON "mode").
 const (
@@ -35,23 +36,23 @@ type jsonKey struct {
 }
 
 type jsonRow struct {
-	Key         string       `json:"key"`
-	Metric      string       `json:"metric"`
-	A           []report.Num `json:"a"`
-	B           []report.Num `json:"b"`
-	CentreA     report.Num   `json:"centre_a"`
-	CentreB     report.Num   `json:"centre_b"`
-	SpreadA     report.Num   `json:"ci95_half_width_a"`
-	SpreadB     report.Num   `json:"ci95_half_width_b"`
-	Change      report.Num   `json:"change"`
-	CILow       report.Num   `json:"ci95_low"`
-	CIHigh      report.Num   `json:"ci95_high"`
-	Floor       report.Num   `json:"floor"`
-	FloorSource string       `json:"floor_source"`
-	P           report.Num   `json:"p"`
-	PHolm       report.Num   `json:"p_holm"`
-	Verdict     string       `json:"verdict"`
-	Gate        bool         `json:"gate"`
+	Key      string        `json:"key"`
+	Metric   string        `json:"metric"`
+	A        []report.Num  `json:"a"`
+	B        []report.Num  `json:"b"`
+	CentreA  report.Num    `json:"centre_a"`
+	CentreB  report.Num    `json:"centre_b"`
+	SpreadA  report.Num    `json:"ci95_half_width_a"`
+	SpreadB  report.Num    `json:"ci95_half_width_b"`
+	Change   report.Num    `json:"change"`
+	CILow    report.Num    `json:"low"`
+	CIHigh   report.Num    `json:"high"`
+	P        report.Num    `json:"p"`
+	PHolm    report.Num    `json:"p_holm"`
+	Decision decide.Result `json:"decision"`
+	Gated    bool          `json:"gated"`
+	Verdict  string        `json:"verdict"`
+	Gate     bool          `json:"gate"`
 }
 
 type jsonRuns struct {
@@ -60,9 +61,10 @@ type jsonRuns struct {
 	A           string            `json:"a"`
 	B           string            `json:"b"`
 	Alpha       float64           `json:"alpha"`
-	Threshold   float64           `json:"threshold"`
-	ErrorThresh float64           `json:"error_threshold"`
+	Margin      float64           `json:"margin"`
+	ErrorMargin float64           `json:"error_margin"`
 	Regressions int               `json:"regressions"`
+	Unlike      []string          `json:"unlike,omitempty"`
 	FloorA      report.NoiseFloor `json:"noise_floor_a"`
 	FloorB      report.NoiseFloor `json:"noise_floor_b"`
 	Keys        []jsonKey         `json:"keys"`
@@ -75,14 +77,14 @@ type jsonRuns struct {
 // JSON writes the comparison of two runs (schema JSONSchema, mode
 // "runs"); unknown numbers are null.
 func (res Result) JSON(w io.Writer) error {
-	out := jsonRuns{Schema: JSONSchema, Mode: ModeRuns, A: res.A, B: res.B, Alpha: res.Opts.Alpha, Threshold: res.Opts.Threshold,
-		ErrorThresh: res.Opts.ErrorThreshold, Regressions: res.Regressions, FloorA: res.FloorA, FloorB: res.FloorB,
+	out := jsonRuns{Schema: JSONSchema, Mode: ModeRuns, A: res.A, B: res.B, Alpha: res.Opts.Alpha, Margin: res.Opts.Margin,
+		ErrorMargin: res.Opts.ErrorMargin, Regressions: res.Regressions, Unlike: res.Unlike, FloorA: res.FloorA, FloorB: res.FloorB,
 		Keys: jsonKeys(res.Keys), Rows: []jsonRow{}, OnlyInA: res.OnlyInA, OnlyInB: res.OnlyInB, Note: DriftNote}
 	for _, r := range res.Rows {
 		out.Rows = append(out.Rows, jsonRow{Key: r.Key, Metric: r.Metric, A: nums(r.A), B: nums(r.B), CentreA: report.Num(r.CentreA),
 			CentreB: report.Num(r.CentreB), SpreadA: report.Num(r.SpreadA), SpreadB: report.Num(r.SpreadB), Change: report.Num(r.Change),
-			CILow: report.Num(r.CILow), CIHigh: report.Num(r.CIHigh), Floor: report.Num(r.Floor), FloorSource: r.FloorSource,
-			P: report.Num(r.P), PHolm: report.Num(r.PHolm), Verdict: r.Verdict, Gate: r.Gate})
+			CILow: report.Num(r.CILow), CIHigh: report.Num(r.CIHigh), P: report.Num(r.P), PHolm: report.Num(r.PHolm),
+			Decision: r.Decision, Gated: r.Gated, Verdict: r.Verdict, Gate: r.Gate})
 	}
 	return encode(w, out)
 }
@@ -91,11 +93,9 @@ type jsonArmRow struct {
 	Key    string `json:"key"`
 	Metric string `json:"metric"`
 	report.Paired
-	Floor       report.Num `json:"floor"`
-	FloorSource string     `json:"floor_source"`
-	Significant bool       `json:"significant"` // p_holm < alpha
-	Verdict     string     `json:"verdict"`
-	Gate        bool       `json:"gate"`
+	Significant bool   `json:"significant"` // p_holm < alpha
+	Verdict     string `json:"verdict"`
+	Gate        bool   `json:"gate"`
 }
 
 type jsonArm struct {
@@ -110,9 +110,10 @@ type jsonRun struct {
 	Mode        string            `json:"mode"`
 	Run         string            `json:"run"`
 	Alpha       float64           `json:"alpha"`
-	Threshold   float64           `json:"threshold"`
-	ErrorThresh float64           `json:"error_threshold"`
+	Margin      float64           `json:"margin"`
+	ErrorMargin float64           `json:"error_margin"`
 	Regressions int               `json:"regressions"`
+	Drifted     []string          `json:"control_drifted,omitempty"`
 	Floor       report.NoiseFloor `json:"noise_floor"`
 	Arms        []jsonArm         `json:"arms"`
 }
@@ -121,12 +122,12 @@ type jsonRun struct {
 // per arm its rows with the paired change, its interval, p, Holm's p and
 // whether it is significant; unknown numbers are null.
 func (res RunResult) JSON(w io.Writer) error {
-	out := jsonRun{Schema: JSONSchema, Mode: ModeRun, Run: res.Run, Alpha: res.Opts.Alpha, Threshold: res.Opts.Threshold,
-		ErrorThresh: res.Opts.ErrorThreshold, Regressions: res.Regressions, Floor: res.Floor, Arms: []jsonArm{}}
+	out := jsonRun{Schema: JSONSchema, Mode: ModeRun, Run: res.Run, Alpha: res.Opts.Alpha, Margin: res.Opts.Margin,
+		ErrorMargin: res.Opts.ErrorMargin, Regressions: res.Regressions, Drifted: res.Drifted, Floor: res.Floor, Arms: []jsonArm{}}
 	for _, set := range res.Arms {
 		a := jsonArm{Arm: set.Arm, Keys: jsonKeys(set.Keys), Rows: []jsonArmRow{}, Unpaired: set.Unpaired}
 		for _, r := range set.Rows {
-			a.Rows = append(a.Rows, jsonArmRow{Key: r.Key, Metric: r.Metric, Paired: r.Paired, Floor: report.Num(r.Floor), FloorSource: r.FloorSource,
+			a.Rows = append(a.Rows, jsonArmRow{Key: r.Key, Metric: r.Metric, Paired: r.Paired,
 				Significant: r.Significant(res.Opts.Alpha), Verdict: r.Verdict, Gate: r.Gate})
 		}
 		out.Arms = append(out.Arms, a)

@@ -2,8 +2,10 @@ package diff
 
 import (
 	"math"
+	"slices"
 	"sort"
 
+	"proxybench/internal/decide"
 	"proxybench/internal/stats"
 	"proxybench/reporter/internal/report"
 )
@@ -19,19 +21,17 @@ type Row struct {
 	CentreA, CentreB float64
 	SpreadA, SpreadB float64 // half-width of the 95 % Student-t CI of the mean; NaN when n < 2
 	// Change is relative (CentreB / CentreA - 1), absolute for the error
-	// ratio; CILow and CIHigh bound it (95 %, Welch), NaN when n < 2 on a
-	// side.
+	// ratio; CILow and CIHigh bound it (Welch, at the row's share of
+	// alpha: Decision's interval), NaN when n < 2 on a side.
 	Change, CILow, CIHigh float64
-	// Floor is the change that counts: the larger of both runs' noise
-	// floors for the metric (Options.Threshold for a run without one), the
-	// error threshold for the error ratio. FloorSource says what set it,
-	// e.g. "B: aa".
-	Floor       float64
-	FloorSource string
-	P           float64 // Welch's two-sided p; NaN when untestable (n < 2 on a side)
-	PHolm       float64 // P adjusted by Holm over every test of the diff
-	Verdict     string
-	Gate        bool // counts as a regression for the exit code
+	P                     float64 // Welch's two-sided p; NaN when untestable (n < 2 on a side)
+	PHolm                 float64 // P adjusted by Holm over every test of the diff
+	// Decision is the answer at the margin; Gated: a metric that decides
+	// the key (decide.Gated).
+	Decision decide.Result
+	Gated    bool
+	Verdict  string
+	Gate     bool // counts as a regression for the exit code
 }
 
 // Result is the comparison of two separate runs.
@@ -42,13 +42,16 @@ type Result struct {
 	Rows             []Row    // metric rows of keys measured on both sides
 	Regressions      int      // gated keys plus gated rows
 	OnlyInA, OnlyInB []string // keys with cells on one side only; only in B is never gated
-	Opts             Options
+	// Unlike lists what the two runs measured differently (plan,
+	// placement, host): the comparison is then of two setups, not of
+	// two proxies or builds.
+	Unlike []string
+	Opts   Options
 }
 
 // Compare compares run b against baseline a, on the plan's own cells.
 func Compare(a, b *report.Report, o Options) Result {
-	res := Result{A: a.Run, B: b.Run, Opts: o, FloorA: noiseOf(a), FloorB: noiseOf(b)}
-	floors := map[string]report.NoiseFloor{"A": res.FloorA, "B": res.FloorB}
+	res := Result{A: a.Run, B: b.Run, Opts: o, FloorA: noiseOf(a, o), FloorB: noiseOf(b, o), Unlike: unlike(a, b)}
 	ga, gb := index(a), index(b)
 	sa, sb := sides(a, ga), sides(b, gb)
 	var keys []string
@@ -66,12 +69,20 @@ func Compare(a, b *report.Report, o Options) Result {
 		if kr.Status == KeyFailed || kr.Status == KeyFailedInAB {
 			continue // a failed window's numbers say nothing about the proxy
 		}
+		gated := decide.Gated(ga[k][0].Closed())
 		for _, m := range o.Metrics {
 			row := compareSamples(k, m, values(ga[k], m), values(gb[k], m))
-			row.Floor, row.FloorSource = floor(o, m, floors)
+			row.Gated = slices.Contains(gated, m)
 			res.Rows = append(res.Rows, row)
 		}
 	}
+	family := 0
+	for _, r := range res.Rows {
+		if r.Gated {
+			family++
+		}
+	}
+	alpha := decide.Share(o.Alpha, family)
 	// Holm over the family: every metric test of the diff.
 	ps := make([]float64, len(res.Rows))
 	for i, r := range res.Rows {
@@ -81,7 +92,11 @@ func Compare(a, b *report.Report, o Options) Result {
 		r := &res.Rows[i]
 		r.PHolm = adj
 		if r.Verdict != Missing {
-			r.Verdict, r.Gate = verdict(r.Metric, better(r.Metric), r.Change, r.Floor, r.PHolm, o)
+			r.Decision = decideSamples(r.Metric, r.A, r.B, alpha, o)
+			r.Verdict, r.Gate = answer(r.Decision, r.Gated)
+			if r.Decision.Test.Known() {
+				r.CILow, r.CIHigh = r.Decision.Low, r.Decision.High
+			}
 		}
 	}
 	for _, k := range res.Keys {
@@ -145,6 +160,32 @@ func compareSamples(key, metric string, a, b []float64) Row {
 	}
 	r.Change, r.CILow, r.CIHigh, r.P = t.Mean, t.CILow, t.CIHigh, t.P
 	return r
+}
+
+// decideSamples answers one metric of two runs at alpha: Welch's interval
+// on log values (on the values for the error ratio, or where a value is
+// not positive: then only the error ratio's absolute margin applies, and a
+// relative metric with a zero is not resolved).
+func decideSamples(metric string, a, b []float64, alpha float64, o Options) decide.Result {
+	m, _ := report.Metric(metric)
+	do := decide.Options{Margin: o.Margin, ErrorMargin: o.ErrorMargin, Alpha: o.Alpha}
+	switch {
+	case report.Absolute(metric):
+		return decide.FromInterval(metric, m.Better, true, decide.Welch(a, b, alpha), do)
+	case allPositive(a) && allPositive(b):
+		return decide.FromInterval(metric, m.Better, false, decide.Welch(logs(a), logs(b), alpha), do)
+	}
+	r := decide.FromInterval(metric, m.Better, false, decide.Welch(nil, nil, alpha), do)
+	r.Outcome = decide.Unresolved
+	return r
+}
+
+func logs(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Log(x)
+	}
+	return out
 }
 
 func allPositive(xs []float64) bool {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"proxybench/internal/cellid"
+	"proxybench/internal/decide"
 	"proxybench/reporter/internal/report"
 )
 
@@ -80,17 +82,19 @@ func winnerTable(r *report.Report) Table {
 		}
 	}
 	t.Notes = []string{"Margin = how much higher the runner-up's p99 is. Goodput = responses with a status the scenario expects per second of the planned window; all req/s counts every response with a status. " +
-		"A margin is clear only when it is measured: the two proxies' 95 % CIs of p99 across repeats do not overlap, and it exceeds the run's p99 noise floor (section 7); otherwise it is too close to call. " +
+		"A margin is clear only when it is decided at the run's margin: Welch's interval of the ratio of the two proxies' p99 across repeats lies wholly beyond it (section 7); otherwise it is not resolved. " +
 		"A single repeat measures no spread, so it gives no verdict on the margin: run REPEATS=3 or more."}
 	return t
 }
 
-// marginCaveats judges the winner's margin over the runner-up from the
-// measured spread only: the 95 % CIs of p99 across repeats and the run's
-// p99 noise floor. Without 2 usable repeats on both sides it says the
-// spread is not measured.
-func marginCaveats(r *report.Report, w, ru *report.Group, margin float64) []string {
-	wp, rp := w.Metrics["p99_seconds"], ru.Metrics["p99_seconds"]
+// marginCaveats judges the winner's margin over the runner-up as a
+// decision at the run's margin (package decide): Welch's interval of the
+// log ratio of their p99 across repeats must lie wholly beyond the
+// margin. Without 2 usable repeats on both sides there is no interval,
+// and no verdict.
+func marginCaveats(r *report.Report, w, ru *report.Group, _ float64) []string {
+	wp := w.Metrics["p99_seconds"]
+	rp := ru.Metrics["p99_seconds"]
 	if !wp.CIHigh.Known() || !rp.CILow.Known() {
 		if max(w.Repeats, ru.Repeats) <= 1 {
 			return []string{"spread not measured (1 repeat): no verdict on the margin"}
@@ -101,13 +105,30 @@ func marginCaveats(r *report.Report, w, ru *report.Group, margin float64) []stri
 		}
 		return []string{fmt.Sprintf("spread not measured (%s: %d usable repeat): no verdict on the margin", short.Proxy, short.Metrics["p99_seconds"].N)}
 	}
-	if float64(wp.CIHigh) >= float64(rp.CILow) {
-		return []string{"too close to call: the 95 % CIs of p99 overlap"}
-	}
-	if fl, ok := r.NoiseFloor.Of("p99_seconds"); ok && margin < fl {
-		return []string{fmt.Sprintf("too close to call: %.0f %% apart, under the run's p99 noise floor of %s", margin*100, report.Pct(fl))}
+	q := report.QuestionOf(r)
+	m, _ := report.Metric("p99_seconds")
+	iv := decide.Welch(logValues(r, ru, m), logValues(r, w, m), q.Alpha)
+	d := decide.FromInterval("p99_seconds", m.Better, false, iv, q.Options(cellid.ArmUnobserved))
+	if d.Outcome != decide.Better {
+		return []string{fmt.Sprintf("not resolved at ±%s: the winner's p99 %s [%s, %s] against the runner-up's", report.Pct(q.Margin),
+			report.SignedPct(d.Change), report.SignedPct(d.Low), report.SignedPct(d.High))}
 	}
 	return nil
+}
+
+// logValues is the log of metric m over g's usable repeats (not invalid).
+func logValues(r *report.Report, g *report.Group, m report.GroupMetric) []float64 {
+	var out []float64
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if c.GroupKey() != g.Key || c.Validity.Verdict == report.Invalid {
+			continue
+		}
+		if v := m.Get(c); v.Known() && v > 0 {
+			out = append(out, math.Log(float64(v)))
+		}
+	}
+	return out
 }
 
 // invalidRepeats says how many repeats of g the statistics leave out.
@@ -133,33 +154,62 @@ func suspectCells(r *report.Report, g *report.Group) bool {
 }
 
 // winners marks, per origin × scenario × tier, every repeat of the proxy
-// whose median p99 over trustworthy repeats is lowest.
+// whose p99 over trustworthy repeats is lowest by more than the run's
+// margin (decidedBest); none where the margin is not resolved.
 func winners(r *report.Report) map[string]bool {
-	type agg struct {
-		proxy string
-		p99   float64
-	}
-	best := map[string]agg{}
-	for _, g := range r.Groups {
-		if g.Valid == 0 || g.Arm != "" { // the arms have their own section
-			continue
-		}
-		m := g.Metrics["p99_seconds"]
-		if !m.Median.Known() {
+	by := map[string][]*report.Group{}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Arm != "" { // the arms have their own section
 			continue
 		}
 		k := g.Origin + "|" + g.Scenario + "|" + g.Tier
-		if b, ok := best[k]; !ok || float64(m.Median) < b.p99 {
-			best[k] = agg{g.Proxy, float64(m.Median)}
+		by[k] = append(by[k], g)
+	}
+	best := map[string]string{}
+	for k, gs := range by {
+		if b := decidedBest(r, gs, "p99_seconds"); b != nil {
+			best[k] = b.Proxy
 		}
 	}
 	out := map[string]bool{}
 	for _, c := range r.Cells {
-		if b, ok := best[c.Origin+"|"+c.Scenario+"|"+c.Tier]; ok && b.proxy == c.Proxy && c.Arm == "" && c.Validity.Verdict != report.Invalid {
+		if p, ok := best[c.Origin+"|"+c.Scenario+"|"+c.Tier]; ok && p == c.Proxy && c.Arm == "" && c.Validity.Verdict != report.Invalid {
 			out[c.ID] = true
 		}
 	}
 	return out
+}
+
+// decidedBest is the group of gs best on metric (by median over usable
+// repeats) when it is better than the runner-up by more than the run's
+// margin: Welch's interval of the log ratio across repeats lies wholly
+// beyond it. nil when fewer than two groups have values or the margin is
+// not resolved (one repeat a side resolves nothing).
+func decidedBest(r *report.Report, gs []*report.Group, metric string) *report.Group {
+	m, ok := report.Metric(metric)
+	if !ok {
+		return nil
+	}
+	var cand []*report.Group
+	for _, g := range gs {
+		if g.Valid > 0 && g.Metrics[metric].Median.Known() {
+			cand = append(cand, g)
+		}
+	}
+	if len(cand) < 2 {
+		return nil
+	}
+	sort.SliceStable(cand, func(i, j int) bool {
+		a, b := float64(cand[i].Metrics[metric].Median), float64(cand[j].Metrics[metric].Median)
+		return float64(m.Better)*a > float64(m.Better)*b
+	})
+	q := report.QuestionOf(r)
+	iv := decide.Welch(logValues(r, cand[1], m), logValues(r, cand[0], m), q.Alpha)
+	if decide.FromInterval(metric, m.Better, false, iv, q.Options(cellid.ArmUnobserved)).Outcome != decide.Better {
+		return nil
+	}
+	return cand[0]
 }
 
 // groupIndex finds a group by proxy, origin, scenario and tier.
@@ -195,7 +245,7 @@ func axes(r *report.Report) (proxies, origins []string, st [][2]string) {
 
 func matrixSection(r *report.Report) Section {
 	sec := Section{Title: "2. Proxy × origin matrices"}
-	sec.Text = append(sec.Text, "Medians across repeats (valid repeats only when any is valid). ★ marks the best proxy per origin; ✗ marks a value from cells that are all invalid.")
+	sec.Text = append(sec.Text, "Medians across repeats (valid repeats only when any is valid). ★ marks the best proxy per origin when it is better than the runner-up by more than the run's margin (decided on the repeats; never with one repeat); ✗ marks a value from cells that are all invalid.")
 	gi := groupIndex(r)
 	proxies, origins, sts := axes(r)
 	metrics := []struct {
@@ -218,16 +268,14 @@ func matrixSection(r *report.Report) Section {
 			}
 			bestRow := map[string]string{}
 			for _, o := range origins {
-				bv := math.NaN()
+				var gs []*report.Group
 				for _, p := range proxies {
-					g := gi[p+"."+o+"."+st[0]+"."+st[1]]
-					if g == nil || g.Valid == 0 || !g.Metrics[m.name].Median.Known() {
-						continue
+					if g := gi[p+"."+o+"."+st[0]+"."+st[1]]; g != nil {
+						gs = append(gs, g)
 					}
-					v := float64(g.Metrics[m.name].Median)
-					if math.IsNaN(bv) || (m.lower && v < bv) || (!m.lower && v > bv) {
-						bv, bestRow[o] = v, p
-					}
+				}
+				if b := decidedBest(r, gs, m.name); b != nil {
+					bestRow[o] = b.Proxy
 				}
 			}
 			for _, p := range proxies {

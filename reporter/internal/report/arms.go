@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/decide"
 	"proxybench/internal/stats"
 )
 
@@ -47,6 +48,15 @@ type Paired struct {
 	CIHigh Num `json:"ci95_high"`
 	P      Num `json:"p"`      // two-sided, against no change; null below 2 pairs
 	PHolm  Num `json:"p_holm"` // Holm-adjusted over every test of the arm in the run
+	// Decision is the answer at the run's margin (package decide), on the
+	// arm's interval: anytime-valid for the duet's candidate and the A/A
+	// control, whose family is the gated metrics of every key of the arm.
+	Decision decide.Result `json:"decision"`
+	// Gated: a metric that decides the arm (decide.Gated); the others are
+	// decided at the same level and shown, never gated.
+	Gated bool `json:"gated,omitempty"`
+
+	base, arm []float64 // the pairs' values, for the decision
 }
 
 // Significant says whether the change passes Holm's test at alpha.
@@ -85,7 +95,11 @@ func ArmsOf(cells []Cell) []string {
 // Prometheus was paused (prometheus_gap or no_server_side_series, suspect
 // while the manifest holds their counts and exact latency), are compared
 // on the loadgen's own numbers.
-func CompareArm(cells []Cell, arm string, metrics []string) []ArmResult {
+//
+// Every metric is also decided at q's margin (Paired.Decision): the gated
+// ones of every key (decide.Gated, by the key's loop) form the arm's
+// family and share q.Alpha; the others are decided at the same level.
+func CompareArm(cells []Cell, arm string, metrics []string, q Question) []ArmResult {
 	type slot struct{ base, arm map[int]*Cell }
 	var order []string
 	by := map[string]*slot{}
@@ -109,6 +123,7 @@ func CompareArm(cells []Cell, arm string, metrics []string) []ArmResult {
 	}
 	var out []ArmResult
 	var ps []float64
+	closed := map[string]bool{}
 	for _, k := range order {
 		s := by[k]
 		if len(s.arm) == 0 {
@@ -137,6 +152,7 @@ func CompareArm(cells []Cell, arm string, metrics []string) []ArmResult {
 			}
 		}
 		res.Pairs = len(pairs)
+		closed[k] = first.Closed()
 		for _, name := range metrics {
 			m, ok := Metric(name)
 			if !ok {
@@ -165,7 +181,31 @@ func CompareArm(cells []Cell, arm string, metrics []string) []ArmResult {
 		p.PHolm = Num(adj)
 		out[where[j].i].Metrics[where[j].m] = p
 	}
+	decideArm(out, closed, q.Options(arm))
 	return out
+}
+
+// decideArm decides every metric of an arm's results: the gated ones of
+// every key are one family sharing o.Alpha.
+func decideArm(out []ArmResult, closed map[string]bool, o decide.Options) {
+	family := 0
+	for i := range out {
+		for _, g := range decide.Gated(closed[out[i].Key]) {
+			if _, ok := out[i].Metrics[g]; ok {
+				family++
+			}
+		}
+	}
+	alpha := decide.Share(o.Alpha, family)
+	for i := range out {
+		gated := decide.Gated(closed[out[i].Key])
+		for name, p := range out[i].Metrics {
+			m, _ := Metric(name)
+			p.Decision = decide.One(decide.Series{Name: name, Better: m.Better, Absolute: Absolute(name), Base: p.base, Cand: p.arm}, alpha, o)
+			p.Gated = slices.Contains(gated, name)
+			out[i].Metrics[name] = p
+		}
+	}
 }
 
 // comparePairs tests one metric over the usable pairs.
@@ -179,7 +219,7 @@ func comparePairs(m GroupMetric, pairs [][2]*Cell) Paired {
 		base, arm = append(base, float64(a)), append(arm, float64(b))
 	}
 	var t stats.TTest
-	out := Paired{N: len(base)}
+	out := Paired{N: len(base), base: base, arm: arm}
 	if Absolute(m.Name) {
 		d := make([]float64, len(base))
 		for i := range base {

@@ -3,6 +3,7 @@ package report
 import (
 	"sort"
 
+	"proxybench/internal/decide"
 	"proxybench/internal/stats"
 )
 
@@ -39,11 +40,12 @@ var GroupMetrics = []GroupMetric{
 	{Name: "proxy_cpu_cores", Better: -1, Get: func(c *Cell) Num { return c.ProxyRes.CPUMeanCores }},
 	{Name: "proxy_mem_peak_bytes", Better: -1, Get: func(c *Cell) Num { return c.ProxyRes.MemPeakBytes }},
 	{Name: "goodput_rps", Better: +1, Get: func(c *Cell) Num { return c.GoodputRPS }},
+	{Name: decide.CPUPerRequest, Better: -1, Get: cpuPerRequest},
 }
 
 // CompareMetrics are the metrics diff compares by default and the report
 // compares between arms, in the order they are shown.
-var CompareMetrics = []string{"goodput_rps", "rps", "p50_seconds", "p99_seconds", "error_ratio", "proxy_cpu_cores"}
+var CompareMetrics = []string{"goodput_rps", "rps", "p50_seconds", "p99_seconds", "error_ratio", "proxy_cpu_cores", decide.CPUPerRequest}
 
 // Metric finds a GroupMetric by name.
 func Metric(name string) (GroupMetric, bool) {

@@ -71,6 +71,9 @@ type Report struct {
 	// NoiseFloor is what the run's own repeats and A/A control say about
 	// its noise (noise.go); nil in a report built before it existed.
 	NoiseFloor *NoiseFloor `json:"noise_floor,omitempty"`
+	// Question is the margin and false-alarm rate the run's comparisons
+	// are decided at (decision.go); nil in a report built before it.
+	Question *Question `json:"question,omitempty"`
 	// Arms compares every arm besides the plan's own and the A/A control
 	// (the duet's candidate, the observer study's unobserved cells) with
 	// the plan's own cells, pair by repeat (arms.go).

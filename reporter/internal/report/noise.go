@@ -77,26 +77,28 @@ func (n *NoiseFloor) Of(metric string) (float64, bool) {
 // MeasureNoise sets r.NoiseFloor from r's cells and groups, and r.Arms
 // from its arms other than the plan's own and the A/A control.
 func MeasureNoise(r *Report) {
-	nf := Noise(r.Cells, r.Groups)
+	q := QuestionOf(r)
+	r.Question = &q
+	nf := Noise(r.Cells, r.Groups, q)
 	r.NoiseFloor = &nf
 	r.Arms = nil
 	for _, arm := range ArmsOf(r.Cells) {
 		if arm != cellid.ArmControl {
-			r.Arms = append(r.Arms, CompareArm(r.Cells, arm, CompareMetrics)...)
+			r.Arms = append(r.Arms, CompareArm(r.Cells, arm, CompareMetrics, q)...)
 		}
 	}
 }
 
 // Noise measures the noise floor of the relative metrics of
 // CompareMetrics from cells and their groups (BuildGroups).
-func Noise(cells []Cell, groups []Group) NoiseFloor {
+func Noise(cells []Cell, groups []Group, q Question) NoiseFloor {
 	nf := NoiseFloor{Metrics: map[string]MetricFloor{}}
 	for _, g := range groups {
 		if g.Arm == "" {
 			nf.Repeats = max(nf.Repeats, g.Repeats)
 		}
 	}
-	nf.AA = CompareArm(cells, cellid.ArmControl, CompareMetrics)
+	nf.AA = CompareArm(cells, cellid.ArmControl, CompareMetrics, q)
 	measured := false
 	for _, name := range CompareMetrics {
 		if Absolute(name) {
