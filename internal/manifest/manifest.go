@@ -37,7 +37,10 @@ type Manifest struct {
 	// OpenCeiling is the open-loop engine's ceiling, measured when the run
 	// has open-loop cells: what their offered rates are held to.
 	OpenCeiling *Ceiling `json:"open_ceiling,omitempty"`
-	Cells       []Cell   `json:"cells"`
+	// Sequential is a duet's looks and why it stopped (sequential.go);
+	// nil for any other run.
+	Sequential *Sequential `json:"sequential,omitempty"`
+	Cells      []Cell      `json:"cells"`
 }
 
 // Host describes where the run happened.

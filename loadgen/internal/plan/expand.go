@@ -51,9 +51,13 @@ type Expanded struct {
 // row, the plan's own arm and the treated one, in ABBA order (odd repeats
 // plan's arm first, even repeats the treated arm first) so that a linear
 // drift cancels. With 2+ repeats and Control, the first runnable group of
-// the first tier is measured once more at the end of every round, as the
-// A/A control (cellid.ArmControl): the same cell, its copy as far apart in
-// time as two proxies of one round can be.
+// the first tier is measured once more in every round, as the A/A control
+// (cellid.ArmControl): the same cell, its copy right next to its twin, in
+// alternating order (ABBA), so it sees exactly the noise a pair sees.
+//
+// A duet with a budget keeps only the rounds whose estimated time
+// (Estimate) fits the budget, two at least: the runner may stop earlier,
+// once every gated metric is decided.
 func (p *Plan) Expand() (*Expanded, error) {
 	tiers, err := p.tiers()
 	if err != nil {
@@ -93,18 +97,46 @@ func (p *Plan) Expand() (*Expanded, error) {
 			for _, proxy := range p.shuffled(rng, p.Proxies) {
 				for _, origin := range p.shuffled(rng, p.Origins) {
 					for si := range scs {
-						for _, arm := range p.arms(r) {
+						twin := control != nil && ti == 0 && control.Proxy == proxy && control.Origin == origin && control.si == si
+						for _, arm := range p.arms(r, twin) {
 							x.Cells = append(x.Cells, cell(ti, proxy, origin, si, arm, r))
 						}
 					}
 				}
 			}
-			if control != nil && ti == 0 {
-				x.Cells = append(x.Cells, cell(0, control.Proxy, control.Origin, control.si, cellid.ArmControl, r))
-			}
 		}
 	}
+	x.fitBudget()
 	return x, nil
+}
+
+// fitBudget keeps the rounds of a duet with a budget whose estimated time
+// fits it (two at least) and sets Repeats to their number.
+func (x *Expanded) fitBudget() {
+	if x.Budget <= 0 || x.Treated() == "" {
+		return
+	}
+	keep := 2
+	for r := 3; r <= x.Repeats; r++ {
+		y := *x
+		y.Cells = x.roundsUpTo(r)
+		if y.Estimate() > time.Duration(x.Budget) {
+			break
+		}
+		keep = r
+	}
+	x.Cells, x.Repeats = x.roundsUpTo(keep), keep
+}
+
+// roundsUpTo is the cells of rounds 1..r.
+func (x *Expanded) roundsUpTo(r int) []Cell {
+	var out []Cell
+	for _, c := range x.Cells {
+		if c.Repeat <= r {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Treated is the arm a duet or an observer study adds to the plan's own
@@ -119,16 +151,29 @@ func (p *Plan) Treated() string {
 	return ""
 }
 
-// arms are the arms of repeat r in the order they run: ABBA over repeats.
-func (p *Plan) arms(r int) []string {
+// arms are the arms of repeat r in the order they run: ABBA over
+// repeats. The A/A control's twin (twin) has the control right next to
+// the plan's own cell, before it in odd repeats of a duet or an observer
+// study and after it in even ones (after, then before, without one), so
+// the control's pair alternates too.
+func (p *Plan) arms(r int, twin bool) []string {
 	t := p.Treated()
+	odd := r%2 == 1
 	switch {
-	case t == "":
+	case t == "" && !twin:
 		return []string{""}
-	case r%2 == 1:
+	case t == "" && odd:
+		return []string{"", cellid.ArmControl}
+	case t == "":
+		return []string{cellid.ArmControl, ""}
+	case !twin && odd:
 		return []string{"", t}
+	case !twin:
+		return []string{t, ""}
+	case odd:
+		return []string{cellid.ArmControl, "", t}
 	}
-	return []string{t, ""}
+	return []string{t, "", cellid.ArmControl}
 }
 
 // shuffled is names in the plan's order, or shuffled by rng for order

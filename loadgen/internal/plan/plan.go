@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"proxybench/internal/decide"
 	"proxybench/internal/placement"
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
@@ -51,6 +52,8 @@ type Plan struct {
 	Seed        int64    `yaml:"seed" json:"seed,omitempty"`           // random order's seed; 0 = one derived from the run id
 	Control     bool     `yaml:"control" json:"control"`               // an A/A control in runs with 2+ repeats
 	DuetCPUs    float64  `yaml:"duet_cpus" json:"duet_cpus,omitempty"` // duet: the candidate arm's proxy CPU quota (cores); 0 = no duet
+	Margin      float64  `yaml:"margin" json:"margin"`                 // the relative change the run's comparisons are decided at (package decide)
+	Budget      Duration `yaml:"budget" json:"budget,omitempty"`       // duet: stop adding pairs when every gated metric is decided or this time is spent; 0 = run every repeat
 	Observer    bool     `yaml:"observer" json:"observer,omitempty"`   // observer study: every cell also with the observability stack paused
 	Isolate     bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
 	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
@@ -108,6 +111,7 @@ func Default() Plan {
 		Loadgens:      1,
 		StageKind:     load.KindRate,
 		Repeats:       1,
+		Margin:        decide.DefaultMargin,
 		Order:         OrderInterleaved,
 		Control:       true,
 		Isolate:       true,
@@ -256,6 +260,12 @@ func (p *Plan) Validate() error {
 	}
 	if p.DuetCPUs > 0 && p.Observer {
 		bad("duet_cpus with observer: a run is either a duet or an observer study; run them apart")
+	}
+	if !(p.Margin > 0 && p.Margin < 1) {
+		bad("margin %g: the relative change the comparisons are decided at, between 0 and 1 (0.05 = 5 %%)", p.Margin)
+	}
+	if p.Budget < 0 || (p.Budget > 0 && p.DuetCPUs == 0) {
+		bad("budget %s: a duet's time limit (with duet_cpus), >= 0 (0 = every repeat)", time.Duration(p.Budget))
 	}
 	if (p.DuetCPUs > 0 || p.Observer) && p.Repeats < 2 {
 		bad("repeats %d with a duet or an observer study: pairs need 2 repeats at least (5 to see a change beyond the noise)", p.Repeats)

@@ -274,24 +274,24 @@ func TestExpandOrderAndIDs(t *testing.T) {
 	for _, c := range x.Cells[:19] {
 		ids = append(ids, c.ID)
 	}
+	// The control sits next to its twin, after it in odd rounds and
+	// before it in even ones.
 	want := []string{
-		"traefik.fast.simple.5s.r1", "traefik.fast.auth.5s.r1", "traefik.go.simple.5s.r1", "traefik.go.auth.5s.r1",
+		"traefik.fast.simple.5s.r1", "traefik.fast.simple.5s.aa.r1", "traefik.fast.auth.5s.r1", "traefik.go.simple.5s.r1", "traefik.go.auth.5s.r1",
 		"nginx.fast.simple.5s.r1", "nginx.fast.auth.5s.r1", "nginx.go.simple.5s.r1", "nginx.go.auth.5s.r1",
-		"traefik.fast.simple.5s.aa.r1",
-		"traefik.fast.simple.5s.r2", "traefik.fast.auth.5s.r2", "traefik.go.simple.5s.r2", "traefik.go.auth.5s.r2",
+		"traefik.fast.simple.5s.aa.r2", "traefik.fast.simple.5s.r2", "traefik.fast.auth.5s.r2", "traefik.go.simple.5s.r2", "traefik.go.auth.5s.r2",
 		"nginx.fast.simple.5s.r2", "nginx.fast.auth.5s.r2", "nginx.go.simple.5s.r2", "nginx.go.auth.5s.r2",
-		"traefik.fast.simple.5s.aa.r2",
 		"traefik.fast.simple.30s.r1",
 	}
 	if strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Errorf("order\n got %v\nwant %v", ids, want)
 	}
-	if a := x.Cells[8]; a.Arm != cellid.ArmControl || a.PlanKey() != x.Cells[0].PlanKey() || a.GroupKey() == x.Cells[0].GroupKey() {
+	if a := x.Cells[1]; a.Arm != cellid.ArmControl || a.PlanKey() != x.Cells[0].PlanKey() || a.GroupKey() == x.Cells[0].GroupKey() {
 		t.Errorf("control cell %+v", a.Key)
 	}
 	c := x.Cells[0]
-	if c.Path != "/fast/" || c.Skip != nil || x.Cells[1].Skip == nil || x.Cells[1].Path != "/auth/fast/" {
-		t.Errorf("paths/skip: %+v %+v", c, x.Cells[1])
+	if c.Path != "/fast/" || c.Skip != nil || x.Cells[2].Skip == nil || x.Cells[2].Path != "/auth/fast/" {
+		t.Errorf("paths/skip: %+v %+v", c, x.Cells[2])
 	}
 	if !x.LongRun {
 		t.Error("30s tier should make a long run")
@@ -327,14 +327,17 @@ func TestExpandArmsAndRandomOrder(t *testing.T) {
 		t.Errorf("duet order\n got %s\nwant %s", got, want)
 	}
 	o := expand("-tier 5s -proxies nginx -origins fast -repeats 2 -observer")
-	if got := ids(o); got != "nginx.fast.simple.5s.r1 nginx.fast.simple.5s.unobserved.r1 nginx.fast.simple.5s.aa.r1 "+
+	// With an arm, the control is next to the plan's own cell too: before
+	// it in odd repeats, after it in even ones.
+	if got := ids(o); got != "nginx.fast.simple.5s.aa.r1 nginx.fast.simple.5s.r1 nginx.fast.simple.5s.unobserved.r1 "+
 		"nginx.fast.simple.5s.unobserved.r2 nginx.fast.simple.5s.r2 nginx.fast.simple.5s.aa.r2" {
 		t.Errorf("observer order %s", got)
 	}
 	// The control copies the first group that runs: caddy has no ratelimit.
 	c := expand("-tier 5s -proxies caddy,nginx -origins fast -scenarios ratelimit -repeats 2")
-	if last := c.Cells[len(c.Cells)-1]; last.ID != "nginx.fast.ratelimit.5s.aa.r2" {
-		t.Errorf("control %s", last.ID)
+	if got := ids(c); !strings.Contains(got, "nginx.fast.ratelimit.5s.r1 nginx.fast.ratelimit.5s.aa.r1") ||
+		!strings.Contains(got, "nginx.fast.ratelimit.5s.aa.r2 nginx.fast.ratelimit.5s.r2") {
+		t.Errorf("control not next to nginx's ratelimit cell: %s", got)
 	}
 	if one := expand("-tier 5s -proxies nginx -origins fast"); len(one.Cells) != 1 {
 		t.Errorf("1 repeat has no control: %s", ids(one))
@@ -358,10 +361,16 @@ func TestExpandArmsAndRandomOrder(t *testing.T) {
 	}
 	firsts := map[string]bool{}
 	for i := 0; i < len(r1.Cells); i += 9 { // 8 cells and the control per round
-		if r1.Cells[i+8].Arm != cellid.ArmControl {
-			t.Fatalf("round %d does not end with the control: %s", i/9, r1.Cells[i+8].ID)
-		}
 		firsts[r1.Cells[i].Proxy] = true
+	}
+	for i, c := range r1.Cells {
+		if c.Arm != cellid.ArmControl {
+			continue
+		}
+		prev, next := r1.Cells[max(i-1, 0)], r1.Cells[min(i+1, len(r1.Cells)-1)]
+		if (prev.GroupKey() != c.PlanKey() || prev.Repeat != c.Repeat) && (next.GroupKey() != c.PlanKey() || next.Repeat != c.Repeat) {
+			t.Fatalf("control %s is not next to its twin (%s, %s)", c.ID, prev.ID, next.ID)
+		}
 	}
 	if len(firsts) < 2 {
 		t.Errorf("6 shuffled rounds all start with the same proxy: %v", firsts)

@@ -226,8 +226,18 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	outer := ctx
 	ctx, r.stop = context.WithCancel(ctx)
 	defer r.stop()
+	seq := newSequential(p, r.Clock.Now(), r.Log)
+	if seq != nil {
+		r.m.Sequential = seq.rec
+	}
 	i := 0
 	for i < len(p.Cells) && ctx.Err() == nil {
+		if seq.due(p.Cells, i) && seq.look(r.m.Cells, p.Cells[i-1].Repeat, r.Clock.Now()) != "" {
+			if err := r.trim(i); err != nil {
+				r.Log.Error("plan not trimmed to the pairs measured", "err", err)
+			}
+			break
+		}
 		j := i
 		for j < len(p.Cells) && p.Cells[j].Proxy == p.Cells[i].Proxy {
 			j++
@@ -236,6 +246,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		i = j
 	}
 	r.display().Close()
+	if seq != nil && ctx.Err() == nil && seq.rec.Stopped == "" {
+		seq.look(r.m.Cells, p.Repeats, r.Clock.Now()) // the plan's most pairs: it stops whatever it finds
+	}
 
 	r.m.Status = "done"
 	if ctx.Err() != nil {

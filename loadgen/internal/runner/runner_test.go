@@ -379,8 +379,8 @@ func TestRoundsAndControl(t *testing.T) {
 		got = append(got, c.ID+" "+c.Status)
 	}
 	want := []string{
-		"nginx.fast.simple.1s.r1 ok", "caddy.fast.simple.1s.r1 ok", "haproxy.fast.simple.1s.r1 skipped", "nginx.fast.simple.1s.aa.r1 ok",
-		"nginx.fast.simple.1s.r2 ok", "caddy.fast.simple.1s.r2 ok", "haproxy.fast.simple.1s.r2 skipped", "nginx.fast.simple.1s.aa.r2 ok",
+		"nginx.fast.simple.1s.r1 ok", "nginx.fast.simple.1s.aa.r1 ok", "caddy.fast.simple.1s.r1 ok", "haproxy.fast.simple.1s.r1 skipped",
+		"nginx.fast.simple.1s.aa.r2 ok", "nginx.fast.simple.1s.r2 ok", "caddy.fast.simple.1s.r2 ok", "haproxy.fast.simple.1s.r2 skipped",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("cells\n got %v\nwant %v", got, want)

@@ -1,0 +1,43 @@
+package plan
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBudgetKeepsTheRoundsThatFit: a duet with a budget keeps the rounds
+// whose estimated time fits it, two at least, and says so in Repeats.
+func TestBudgetKeepsTheRoundsThatFit(t *testing.T) {
+	t.Parallel()
+	load := func(args string) (*Expanded, error) {
+		p, err := Load(strings.Fields(args), now, io.Discard)
+		if err != nil {
+			return nil, err
+		}
+		return p.Expand()
+	}
+	// A pair of 5 s cells with 3 s of settle before each: 16 s a pair.
+	x, err := load("-tier 5s -proxies traefik -origins fast -repeats 100 -duet-cpus 0.9 -control=false -budget 2m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Repeats < 6 || x.Repeats > 8 || len(x.Cells) != 2*x.Repeats || x.Estimate() > 2*time.Minute {
+		t.Fatalf("2 min budget: %d pairs, %d cells, estimate %s", x.Repeats, len(x.Cells), x.Estimate())
+	}
+	tiny, err := load("-tier 5s -proxies traefik -origins fast -repeats 100 -duet-cpus 0.9 -budget 1s")
+	if err != nil || tiny.Repeats != 2 {
+		t.Fatalf("a budget under one pair still measures 2: %v, %+v", err, tiny)
+	}
+	for args, want := range map[string]string{
+		"-budget 1m -repeats 5":                 "budget 1m0s: a duet's time limit (with duet_cpus)",
+		"-margin 0 -repeats 5 -duet-cpus 0.9":   "margin 0:",
+		"-margin 1.5 -repeats 5 -duet-cpus 0.9": "margin 1.5:",
+		"-budget -1s -repeats 5 -duet-cpus 0.9": "must not be negative",
+	} {
+		if _, err := load("-tier 5s -proxies traefik -origins fast " + args); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %q", args, err, want)
+		}
+	}
+}
