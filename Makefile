@@ -10,6 +10,8 @@ SCENARIOS   ?= simple
 CONCURRENCY ?= 50
 RATE        ?= 0
 REPEATS     ?= 1
+MARGIN      ?= 0.05
+BUDGET      ?= 10m
 ISOLATE     ?= true
 ORDER       ?= interleaved
 SEED        ?= 0
@@ -37,20 +39,21 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS ISOLATE PLACEMENT LOADGENS DIST LAUNCH SWARM_NODES PLAN RUN RESULTS)
-	@scripts/bench.sh $(call given,TIER,-tier '$(TIER)') $(call given,PROXIES,-proxies '$(call csv,$(PROXIES))') $(call given,ORIGINS,-origins '$(call csv,$(ORIGINS))') \
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS MARGIN ISOLATE PLACEMENT LOADGENS DIST LAUNCH SWARM_NODES PLAN RUN RESULTS)
+	@scripts/bench.sh $(call given,TIER,-tier '$(TIER)') $(call given,MARGIN,-margin '$(MARGIN)') $(call given,PROXIES,-proxies '$(call csv,$(PROXIES))') $(call given,ORIGINS,-origins '$(call csv,$(ORIGINS))') \
 	  $(call given,SCENARIOS,-scenarios '$(call csv,$(SCENARIOS))') $(call given,CONCURRENCY,-concurrency '$(CONCURRENCY)') $(call given,RATE,-rate '$(RATE)') $(call given,REPEATS,-repeats '$(REPEATS)') \
 	  $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(LAUNCH),-launch '$(LAUNCH)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)')
 
-# A duet and an observer study need pairs: 10 unless REPEATS is given (on a
-# 2-core VM whose hypervisor steals up to a third of a CPU in bursts, 5 pairs
-# miss a 30 % CPU quota cut after Holm; README, Noise).
+# An observer study needs pairs: 10 unless REPEATS is given. A duet adds
+# pairs until every gated metric is decided at MARGIN or BUDGET is spent:
+# REPEATS, when given, is then its most pairs (docs/decisions.md).
 PAIRS = $(if $(filter file,$(origin REPEATS)),10,$(REPEATS))
+DUET_PAIRS = $(if $(filter file,$(origin REPEATS)),100,$(REPEATS))
 
-duet: ## interleaved A/B in one run: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; paired comparison; scripts/arms.sh exits 4 on a regression beyond the noise floor (CPUS PROXIES ORIGINS REPEATS=10 TIER)
-	@test -n "$(CPUS)" || { echo "make duet: set CPUS=<the candidate's CPU quota for the proxy, in cores>, e.g. CPUS=0.7 (a 30 % cut of 1 core)"; exit 2; }
+duet: ## interleaved A/B in one run until decided: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; pairs until every gated metric is decided at MARGIN or BUDGET ends; exits 4 when the candidate is worse by more than MARGIN (CPUS PROXIES ORIGINS MARGIN=0.05 BUDGET=10m REPEATS TIER)
+	@test -n "$(CPUS)" || { echo "make duet: set CPUS=<the candidate's CPU quota for the proxy, in cores>, e.g. CPUS=0.9 (a 10 % cut of 1 core; CPUS=1.0 is an A/A duet)"; exit 2; }
 	@scripts/arms.sh -duet-cpus '$(CPUS)' -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
-	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
+	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(DUET_PAIRS)' -margin '$(MARGIN)' -budget '$(BUDGET)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
 
 observer: ## the observer effect: each cell with the observability stack on, then paused, interleaved; req/s and p99 differences with 95 % CIs (PROXIES ORIGINS=fast REPEATS=10 TIER)
 	@scripts/arms.sh -observer -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(if $(filter file,$(origin ORIGINS)),fast,$(ORIGINS)))' \
@@ -82,9 +85,9 @@ report: ## rebuild a run's report from Prometheus: make report RUN=<id>
 	@test -n "$(RUN)" || { echo "make report: set RUN=<run id> (see $(RESULTS)/history/manifest.json)"; exit 2; }
 	@go run ./reporter build -prom '$(PROM)' -run '$(RUN)' -results '$(RESULTS)'
 
-diff: ## compare two runs with significance: make diff A=<id> B=<id> (for a gate, prefer make duet: one run cancels drift)
+diff: ## compare two runs, each metric decided at MARGIN: make diff A=<id> B=<id> (for a gate, prefer make duet: one run cancels drift)
 	@test -n "$(A)" -a -n "$(B)" || { echo "make diff: set A=<run id> B=<run id>"; exit 2; }
-	@go run ./reporter diff -a '$(A)' -b '$(B)' -results '$(RESULTS)'
+	@go run ./reporter diff -a '$(A)' -b '$(B)' -margin '$(MARGIN)' -results '$(RESULTS)'
 
 perf: ## loadgen vs wrk vs hey vs vegeta on loopback, TLS vs wrk and h2 vs h2load; open-loop schedule and latency overhead; parser, reporter and fast-origin benchmarks
 	@scripts/perf.sh

@@ -55,12 +55,17 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	r.Sources.Manifest = man != nil
 	r.SLO = cfg.SLO
-	if !cfg.SLOFromFlag {
-		if s, ok, err := planSLO(cfg.RunDir, man); err != nil {
-			return nil, err
-		} else if ok {
-			r.SLO = s
-		}
+	slo, margin, err := planSettings(cfg.RunDir, man)
+	if err != nil && !cfg.SLOFromFlag {
+		return nil, err
+	}
+	if slo != nil && !cfg.SLOFromFlag {
+		r.SLO = *slo
+	}
+	if margin > 0 && margin < 1 {
+		q := report.DefaultQuestion
+		q.Margin = margin
+		r.Question = &q
 	}
 
 	var windows []collect.Window // from Prometheus
@@ -206,6 +211,9 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	r.Groups = report.BuildGroups(cells)
 	report.MeasureNoise(r)
+	if n := sequentialNote(man); n != "" {
+		r.Notes = append(r.Notes, n)
+	}
 	r.Environment = environment(ctx, cfg, r, man)
 	r.Support = report.SupportMatrix(man)
 	r.TLSCost = report.BuildTLSCost(r.Cells)
@@ -227,41 +235,44 @@ func readManifest(dir string) (*manifest.Manifest, error) {
 	return manifest.Read(p)
 }
 
-// planSLO reads thresholds from results/<run>/plan.json or the manifest's
-// plan: {"slo": {"p99": "120ms", "error_ratio": 0.01}}.
-func planSLO(dir string, man *manifest.Manifest) (report.SLO, bool, error) {
+// planSettings reads what the report takes from results/<run>/plan.json
+// or the manifest's plan: the SLO ({"slo": {"p99": "120ms",
+// "error_ratio": 0.01}}, nil when the plan has none) and the margin the
+// comparisons are decided at ({"margin": 0.05}, 0 when it has none).
+func planSettings(dir string, man *manifest.Manifest) (*report.SLO, float64, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "plan.json"))
 	src := filepath.Join(dir, "plan.json")
 	if errors.Is(err, os.ErrNotExist) {
 		if man == nil || len(man.Plan) == 0 {
-			return report.SLO{}, false, nil
+			return nil, 0, nil
 		}
 		raw, err, src = man.Plan, nil, "manifest plan"
 	}
 	if err != nil {
-		return report.SLO{}, false, fmt.Errorf("read plan: %w", err)
+		return nil, 0, fmt.Errorf("read plan: %w", err)
 	}
 	var p struct {
 		SLO *struct {
 			P99        string  `json:"p99"`
 			ErrorRatio float64 `json:"error_ratio"`
 		} `json:"slo"`
+		Margin float64 `json:"margin"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return report.SLO{}, false, fmt.Errorf("decode %s: %w", src, err)
+		return nil, 0, fmt.Errorf("decode %s: %w", src, err)
 	}
 	if p.SLO == nil {
-		return report.SLO{}, false, nil
+		return nil, p.Margin, nil
 	}
 	s := report.SLO{ErrorRatio: p.SLO.ErrorRatio}
 	if p.SLO.P99 != "" {
 		d, err := time.ParseDuration(p.SLO.P99)
 		if err != nil {
-			return report.SLO{}, false, fmt.Errorf("%s: slo.p99 %q: want a duration like 120ms", src, p.SLO.P99)
+			return nil, p.Margin, fmt.Errorf("%s: slo.p99 %q: want a duration like 120ms", src, p.SLO.P99)
 		}
 		s.P99 = d
 	}
-	return s, true, nil
+	return &s, p.Margin, nil
 }
 
 // idList names up to 12 cells, then how many more.
