@@ -138,7 +138,10 @@ func Sequence(x []float64, alpha, tOpt float64) Interval {
 		return unknown(n, stats.Mean(x))
 	}
 	mean, sd := stats.Mean(x), stats.Stddev(x)
-	h := sd / math.Sqrt(float64(n)) * laiT(n, mixture(alpha, tOpt), alpha)
+	h := math.Inf(1) // still unbounded: at so few values no sample, not even a constant one, bounds it
+	if t := laiT(n, mixture(alpha, tOpt), alpha); !math.IsInf(t, 1) {
+		h = sd / math.Sqrt(float64(n)) * t
+	}
 	return Interval{N: n, Mean: mean, Low: mean - h, High: mean + h, SD: sd, Level: 1 - alpha, Anytime: true, HalfWidth: h}
 }
 

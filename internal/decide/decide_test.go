@@ -129,3 +129,24 @@ func TestDecideShareAndWords(t *testing.T) {
 		t.Fatal("a margin of 5 (500 %) was accepted")
 	}
 }
+
+// TestSequenceUnboundedAtFewValues: below the pairs Lai's sequence needs,
+// the interval is unbounded for any sample, a constant one too (not
+// "no data": there are values), so it decides nothing; with enough
+// values a constant sample's interval is the point itself.
+func TestSequenceUnboundedAtFewValues(t *testing.T) {
+	t.Parallel()
+	for _, x := range [][]float64{{0, 0, 0, 0, 0}, {-0.36, -0.35, -0.37, -0.36, -0.35}} {
+		iv := Sequence(x, 0.025, DefaultTOpt)
+		if !iv.Known() || !math.IsInf(iv.HalfWidth, 1) || !math.IsInf(iv.Low, -1) || !math.IsInf(iv.High, 1) {
+			t.Fatalf("%v: %+v, want an unbounded interval", x, iv)
+		}
+		if o := Judge(iv, LogMargin(0.05), +1); o != Unresolved {
+			t.Fatalf("%v: %q, want not resolved", x, o)
+		}
+	}
+	zero := make([]float64, 12)
+	if iv := Sequence(zero, 0.025, DefaultTOpt); iv.HalfWidth != 0 || iv.Low != 0 || iv.High != 0 || Judge(iv, 0.005, -1) != Equivalent {
+		t.Fatalf("12 zero differences: %+v, want [0, 0] and equivalent", iv)
+	}
+}

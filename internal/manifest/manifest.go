@@ -174,6 +174,11 @@ type Cell struct {
 	// Contention is what the loadgen, the proxy and the origin each got of
 	// their CPUs over the window; nil when the edges were not both read.
 	Contention *Contention `json:"contention,omitempty"`
+	// StealWorstSecond is the largest share of the host's CPUs the
+	// hypervisor stole over any second of the window (cputime.StealWatch);
+	// nil when /proc/stat could not be read. A comparison leaves out a
+	// pair with a cell at or over StealStarvedShare (Stolen).
+	StealWorstSecond *float64 `json:"steal_worst_second_share,omitempty"`
 
 	// ScenarioData is what the cell's scenario is judged on
 	// (docs/scenarios.md); nil for simple.

@@ -40,3 +40,11 @@ type LookResult struct {
 	Key string `json:"key"` // cellid.Key.PlanKey
 	decide.Result
 }
+
+// Stolen says whether the hypervisor stole StealStarvedShare or more of
+// some second of c's window: such a cell measured the host's neighbours,
+// and a paired comparison leaves its pair out (the sequential duet then
+// measures another).
+func (c *Cell) Stolen() bool {
+	return c.StealWorstSecond != nil && *c.StealWorstSecond >= StealStarvedShare
+}

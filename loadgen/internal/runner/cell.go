@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"proxybench/internal/dockerx"
+	"proxybench/internal/cputime"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
@@ -55,7 +56,11 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		// Set after the warm-up: its attack has no edges of its own.
 		spec.OnEdge = ed.on
 		mem := startMemory(c, ctr)
+		steal := cputime.WatchSteal(nil)
 		res, per, err = r.attackMix(ctx, c, spec, r.display().Progress)
+		if worst, serr := steal.Stop(); serr == nil {
+			mc.StealWorstSecond = &worst
+		}
 		if res == nil && err == nil {
 			err = errNoResult
 		}

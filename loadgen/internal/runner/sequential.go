@@ -104,8 +104,12 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 	for _, k := range keys {
 		sd := by[k]
 		var reps []int
-		for r := range sd.cand {
-			if sd.base[r] != nil {
+		for r, c := range sd.cand {
+			switch b := sd.base[r]; {
+			case b == nil:
+			case b.Stolen() || c.Stolen():
+				s.log.Info("duet: pair left out, the hypervisor stole a second of it; another pair is measured instead", "key", k, "pair", r)
+			default:
 				reps = append(reps, r)
 			}
 		}

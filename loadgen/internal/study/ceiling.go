@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"proxybench/internal/cputime"
 	"proxybench/internal/manifest"
 	"proxybench/internal/studydata"
 	"proxybench/loadgen/internal/attack"
@@ -88,7 +89,7 @@ func runCeiling(ctx context.Context, e *Env) error {
 		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling is invalid, the instrument's limit rather than the proxy's (manifest.Ceiling.Near, as the reporter's instrument_ceiling flag and `loadgen attack -knee -ceiling`).", 100*manifest.CeilingFraction),
 		fmt.Sprintf("Order: %d repeat(s), interleaved: uncapped then capped in every repeat (the cap comes from the repeat's uncapped knee).", repeats),
 		fmt.Sprintf("Host noise: /proc/stat is read every %v during a sample; a sample in which the hypervisor stole %.0f %% or more of some second of the loadgen's and proxy's CPUs is run again after the quiet gap, at most %d times in all (the last attempt stands, its worst second recorded as steal_share_worst; every retake is in the notes).",
-			stealEvery, 100*manifest.StealStarvedShare, stealAttempts),
+			cputime.StealEvery, 100*manifest.StealStarvedShare, stealAttempts),
 	}
 	r.Metrics = []studydata.Metric{
 		{Name: "ceiling_rps", Label: "instrument ceiling", Unit: "req/s", Better: "higher"},

@@ -3,9 +3,6 @@ package study
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"proxybench/internal/cputime"
@@ -22,11 +19,7 @@ import (
 // more; the last attempt stands whatever it lost, with its worst second
 // recorded, and every retake is logged and noted in the record.
 
-const (
-	stealAttempts = 3                      // a sample is run at most this often
-	stealSpan     = time.Second            // the steal share is judged over any span this long
-	stealEvery    = 100 * time.Millisecond // /proc/stat is read this often during a sample
-)
+const stealAttempts = 3 // a sample is run at most this often
 
 // retakeOnSteal runs sample until an attempt's worst second of steal on
 // cpus (nil: every CPU) is under manifest.StealStarvedShare, at most
@@ -35,9 +28,9 @@ const (
 // be read: steal is then not judged) and the error of that attempt.
 func retakeOnSteal(ctx context.Context, e *Env, what string, cpus []int, gap time.Duration, sample func() error) (float64, error) {
 	for attempt := 1; ; attempt++ {
-		w := watchSteal(cpus)
+		w := cputime.WatchSteal(cpus)
 		err := sample()
-		worst, werr := w.stop()
+		worst, werr := w.Stop()
 		if werr != nil {
 			e.Log.Warn("steal not watched", "sample", what, "err", werr)
 			return 0, err
@@ -58,113 +51,4 @@ func retakeOnSteal(ctx context.Context, e *Env, what string, cpus []int, gap tim
 		case <-ctx.Done():
 		}
 	}
-}
-
-// stealWatch reads /proc/stat every stealEvery until stopped and keeps the
-// worst steal share of its CPUs over any stealSpan.
-type stealWatch struct {
-	cpus  []int
-	quit  chan struct{}
-	done  chan struct{}
-	mu    sync.Mutex
-	worst float64
-	err   error
-}
-
-// stealReading is one reading of /proc/stat.
-type stealReading struct {
-	at   time.Time
-	stat cputime.Stat
-}
-
-func watchSteal(cpus []int) *stealWatch {
-	w := &stealWatch{quit: make(chan struct{}), done: make(chan struct{})}
-	first, err := readSteal()
-	if err != nil {
-		w.err = err
-		close(w.done)
-		return w
-	}
-	w.cpus = cpus
-	if len(w.cpus) == 0 {
-		w.cpus = slices.Sorted(maps.Keys(first.stat))
-	}
-	go w.loop(first)
-	return w
-}
-
-func (w *stealWatch) loop(first stealReading) {
-	defer close(w.done)
-	t := time.NewTicker(stealEvery)
-	defer t.Stop()
-	readings := []stealReading{first}
-	for stopping := false; !stopping; {
-		select {
-		case <-w.quit:
-			stopping = true // one last reading, up to the stop
-		case <-t.C:
-		}
-		r, err := readSteal()
-		if err == nil {
-			readings, err = w.judge(readings, r)
-		}
-		if err != nil {
-			w.mu.Lock()
-			w.err = err
-			w.mu.Unlock()
-			return
-		}
-	}
-}
-
-// judge adds r to readings, takes the steal share of the span from the
-// latest reading at least stealSpan older than r, and returns the readings
-// still needed.
-func (w *stealWatch) judge(readings []stealReading, r stealReading) ([]stealReading, error) {
-	readings = append(readings, r)
-	i := -1
-	for j, old := range readings {
-		if r.at.Sub(old.at) >= stealSpan {
-			i = j
-		}
-	}
-	if i < 0 {
-		return readings, nil
-	}
-	d, err := r.stat.Since(readings[i].stat, w.cpus)
-	if err != nil {
-		return nil, err
-	}
-	share := stealShare(d.Steal, r.at.Sub(readings[i].at), len(w.cpus))
-	w.mu.Lock()
-	w.worst = max(w.worst, share)
-	w.mu.Unlock()
-	return readings[i:], nil
-}
-
-// stealShare is steal over n CPUs' capacity in wall.
-func stealShare(steal, wall time.Duration, n int) float64 {
-	if wall <= 0 || n <= 0 {
-		return 0
-	}
-	return steal.Seconds() / (wall.Seconds() * float64(n))
-}
-
-func readSteal() (stealReading, error) {
-	st, err := cputime.ReadStat("/proc")
-	return stealReading{at: time.Now(), stat: st}, err
-}
-
-// stop ends the watch: the worst share over any stealSpan, or why steal
-// could not be read.
-func (w *stealWatch) stop() (float64, error) {
-	select {
-	case <-w.done:
-	default:
-		close(w.quit)
-		<-w.done
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.worst, w.err
 }

@@ -403,6 +403,9 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		c.LoadgenCPU.MergeEdges(lg, c.DurationS)
 	}
 	c.Contention = report.ContentionOf(mc.Contention)
+	if mc.StealWorstSecond != nil {
+		c.StealWorstSecond = report.Num(*mc.StealWorstSecond)
+	}
 	c.Workers = mc.Workers
 	takeLate := func() {
 		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest

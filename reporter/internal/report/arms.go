@@ -8,6 +8,7 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/decide"
+	"proxybench/internal/manifest"
 	"proxybench/internal/stats"
 )
 
@@ -51,7 +52,7 @@ type Paired struct {
 	// Decision is the answer at the run's margin (package decide), on the
 	// arm's interval: anytime-valid for the duet's candidate and the A/A
 	// control, whose family is the gated metrics of every key of the arm.
-	Decision decide.Result `json:"decision"`
+	Decision Decision `json:"decision"`
 	// Gated: a metric that decides the arm (decide.Gated); the others are
 	// decided at the same level and shown, never gated.
 	Gated bool `json:"gated,omitempty"`
@@ -147,6 +148,9 @@ func CompareArm(cells []Cell, arm string, metrics []string, q Question) []ArmRes
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: no cell of the plan's own to pair with", r))
 			case a.Validity.Verdict == Invalid:
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the plan's own cell is invalid (%s)", r, invalidCodes(a)))
+			case stolen(a) || stolen(b):
+				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the hypervisor stole %.0f %% or more of a second of it (worst second %.0f %%)",
+					r, 100*manifest.StealStarvedShare, 100*worstSteal(a, b)))
 			default:
 				pairs = append(pairs, [2]*Cell{a, b})
 			}
@@ -201,7 +205,7 @@ func decideArm(out []ArmResult, closed map[string]bool, o decide.Options) {
 		gated := decide.Gated(closed[out[i].Key])
 		for name, p := range out[i].Metrics {
 			m, _ := Metric(name)
-			p.Decision = decide.One(decide.Series{Name: name, Better: m.Better, Absolute: Absolute(name), Base: p.base, Cand: p.arm}, alpha, o)
+			p.Decision.Result = decide.One(decide.Series{Name: name, Better: m.Better, Absolute: Absolute(name), Base: p.base, Cand: p.arm}, alpha, o)
 			p.Gated = slices.Contains(gated, name)
 			out[i].Metrics[name] = p
 		}
@@ -251,6 +255,24 @@ func pairValues(m GroupMetric, a, b *Cell) (Num, Num) {
 		return m.Exact(a.Latency.Exact), m.Exact(b.Latency.Exact)
 	}
 	return m.Estimate(a), m.Estimate(b)
+}
+
+// stolen says whether the hypervisor stole manifest.StealStarvedShare or
+// more of some second of c's window (the pair measured the host's
+// neighbours).
+func stolen(c *Cell) bool {
+	return c.StealWorstSecond.Known() && float64(c.StealWorstSecond) >= manifest.StealStarvedShare
+}
+
+// worstSteal is the larger known worst-second steal of a pair's cells.
+func worstSteal(a, b *Cell) float64 {
+	w := 0.0
+	for _, c := range []*Cell{a, b} {
+		if c.StealWorstSecond.Known() {
+			w = max(w, float64(c.StealWorstSecond))
+		}
+	}
+	return w
 }
 
 // invalidCodes names the flags that made a cell invalid.

@@ -166,6 +166,11 @@ type Cell struct {
 	// Contention is what the loadgen, the proxy and the origin each got of
 	// their CPUs (manifest); empty without a manifest.
 	Contention []RoleContention `json:"contention,omitempty"`
+	// StealWorstSecond is the largest share of the host's CPUs the
+	// hypervisor stole over any second of the window (the manifest's);
+	// a paired comparison leaves out a pair with a cell at or over
+	// manifest.StealStarvedShare.
+	StealWorstSecond Num `json:"steal_worst_second_share"`
 	// Workers is each loadgen worker's part of a cell several ran as one
 	// instrument (manifest); the cell's numbers are their merge.
 	Workers    []manifest.Worker `json:"workers,omitempty"`

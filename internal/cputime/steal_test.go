@@ -1,4 +1,4 @@
-package study
+package cputime
 
 import (
 	"testing"
@@ -17,8 +17,8 @@ func TestStealShare(t *testing.T) {
 		{time.Second, 0, 2, 0},
 		{time.Second, time.Second, 0, 0},
 	} {
-		if got := stealShare(tc.steal, tc.wall, tc.n); got < tc.want-1e-12 || got > tc.want+1e-12 {
-			t.Errorf("stealShare(%v, %v, %d) = %v, want %v", tc.steal, tc.wall, tc.n, got, tc.want)
+		if got := StealShare(tc.steal, tc.wall, tc.n); got < tc.want-1e-12 || got > tc.want+1e-12 {
+			t.Errorf("StealShare(%v, %v, %d) = %v, want %v", tc.steal, tc.wall, tc.n, got, tc.want)
 		}
 	}
 }
@@ -26,16 +26,16 @@ func TestStealShare(t *testing.T) {
 // TestStealWatchReadsTheHost watches this host's real /proc/stat over
 // 1.3 s: a share between 0 and 1, no error.
 func TestStealWatchReadsTheHost(t *testing.T) {
-	w := watchSteal(nil)
+	w := WatchSteal(nil)
 	time.Sleep(1300 * time.Millisecond)
-	worst, err := w.stop()
+	worst, err := w.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if worst < 0 || worst > 1 {
 		t.Errorf("worst steal share %v, want within [0, 1]", worst)
 	}
-	if _, err := w.stop(); err != nil {
+	if _, err := w.Stop(); err != nil {
 		t.Errorf("a second stop: %v", err)
 	}
 }
