@@ -2,16 +2,16 @@
 // runs.
 //
 //	reporter build   -prom URL -run ID [-results DIR] [-slo-p99 120ms] [-slo-errors 0.01] [-force]
-//	reporter diff    -a ID -b ID [-results DIR] [-threshold 5%] [-alpha 0.05] [-json FILE]
-//	reporter diff    -run ID [-results DIR] [-alpha 0.05] [-json FILE]
+//	reporter diff    -a ID -b ID [-results DIR] [-margin 5%] [-error-margin 0.5%] [-alpha 0.05] [-json FILE]
+//	reporter diff    -run ID [-results DIR] [-margin 5%] [-error-margin 0.5%] [-alpha 0.05] [-json FILE]
 //	reporter history [-results DIR]
 //	reporter study   -run ID [-results DIR]
 //
 // Exit codes: 0 success; 1 the report or diff could not be produced (or
 // -run names a run without arms); 2 bad usage; 3 build: the report was
 // written but a cell failed an SLO; 4 diff: a cell regressed (missing,
-// failed or newly invalid, or a change significant after Holm and beyond
-// the noise floor; with -run, of the duet's candidate). A build poorer than the report.json it
+// failed or newly invalid, or a gated metric worse by more than the
+// margin; with -run, of the duet's candidate). A build poorer than the report.json it
 // would replace (fewer cells, server-side cells or exact latencies) leaves
 // that report and the history as they are, writes report.partial.json/.md,
 // warns on stderr and exits 0.
@@ -195,8 +195,8 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 		fmt.Fprintln(stderr, "reporter diff: give -a and -b (two runs) or -run (one run with interleaved arms), not both")
 		return exitUsage
 	}
-	marginGiven := false
-	fs.Visit(func(f *flag.Flag) { marginGiven = marginGiven || f.Name == "margin" || f.Name == "error-margin" })
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if err := o.Question().Options("").Validate(); err != nil {
 		fmt.Fprintf(stderr, "reporter diff: %v\n", err)
 		return exitUsage
@@ -231,8 +231,13 @@ func cmdDiff(args []string, stdout, stderr io.Writer, log *slog.Logger) int {
 			fmt.Fprintf(stderr, "reporter diff: %v\n", diff.ErrNoArms(r.Run))
 			return exitError
 		}
-		if q := report.QuestionOf(r); !marginGiven {
-			o.Margin, o.ErrorMargin = q.Margin, q.ErrorMargin
+		// Each margin not given is the run's own.
+		q := report.QuestionOf(r)
+		if !given["margin"] {
+			o.Margin = q.Margin
+		}
+		if !given["error-margin"] {
+			o.ErrorMargin = q.ErrorMargin
 		}
 		rr := diff.CompareRun(r, o)
 		res, regressions = rr, rr.Regressions

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -16,13 +17,21 @@ import (
 )
 
 // writeRun stores a one-cell manifest whose exact p99 is p99.
-func writeRun(t *testing.T, results, id string, p99 float64) {
+func writeRun(t *testing.T, results, id string, p99 float64) { writeRepeats(t, results, id, p99, 1) }
+
+// writeRepeats stores a manifest of n repeats of one open-loop cell (1000
+// req/s offered, so p50 and p99 decide it), repeat r's exact p99 being
+// p99 x (1 + r/100).
+func writeRepeats(t *testing.T, results, id string, p99 float64, n int) {
 	t.Helper()
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: id, Status: "done", Started: start, Updated: start,
-		Cells: []manifest.Cell{{Key: cellid.Key{ID: "nginx.fast.simple.quick.r1", Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: 1},
-			Start: start, End: start.Add(5 * time.Second), Status: manifest.CellOK, Requests: 5000, Codes: map[string]int64{"200": 5000},
-			Latency: manifest.Latency{Count: 5000, Mean: p99 / 2, P50: p99 / 2, P90: p99 * .8, P95: p99 * .9, P99: p99, P999: p99 * 2, Max: p99 * 3}}}}
+	m := &manifest.Manifest{Schema: manifest.SchemaVersion, Run: id, Status: "done", Started: start, Updated: start}
+	for r := 1; r <= n; r++ {
+		s, v := start.Add(time.Duration(r-1)*10*time.Second), p99*(1+float64(r)/100)
+		m.Cells = append(m.Cells, manifest.Cell{Key: cellid.Key{ID: fmt.Sprintf("nginx.fast.simple.quick.r%d", r), Proxy: "nginx", Origin: "fast", Scenario: "simple", Tier: "quick", Repeat: r},
+			Mode: "open", Rate: 1000, Start: s, End: s.Add(5 * time.Second), Status: manifest.CellOK, Requests: 5000, Codes: map[string]int64{"200": 5000},
+			Latency: manifest.Latency{Count: 5000, Mean: v / 2, P50: v / 2, P90: v * .8, P95: v * .9, P99: v, P999: v * 2, Max: v * 3}})
+	}
 	if err := manifest.Write(filepath.Join(results, id, "manifest.json"), m); err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +49,12 @@ func closedProm(t *testing.T) string {
 func TestExitCodes(t *testing.T) {
 	t.Parallel()
 	results := t.TempDir()
-	writeRun(t, results, "a", 0.010)
-	writeRun(t, results, "b", 0.020)
+	// a and b: 5 repeats, b's p50 and p99 1.8 times a's; c and d: one
+	// repeat, d's p99 twice c's.
+	writeRepeats(t, results, "a", 0.010, 5)
+	writeRepeats(t, results, "b", 0.018, 5)
+	writeRun(t, results, "c", 0.010)
+	writeRun(t, results, "d", 0.020)
 	prom := closedProm(t)
 	tests := []struct {
 		name string
@@ -54,8 +67,10 @@ func TestExitCodes(t *testing.T) {
 		{"build without run", []string{"build"}, exitUsage, ""},
 		{"build bad run id", []string{"build", "-run", "../x"}, exitUsage, ""},
 		{"build bad slo", []string{"build", "-run", "a", "-slo-errors", "lots"}, exitUsage, ""},
-		{"build ok", []string{"build", "-run", "a", "-results", results, "-prom", prom}, exitOK, "1 cells"},
+		{"build ok", []string{"build", "-run", "a", "-results", results, "-prom", prom}, exitOK, "5 cells"},
 		{"build slo fails", []string{"build", "-run", "b", "-results", results, "-prom", prom, "-slo-p99", "15ms"}, exitSLOFailed, "SLO"},
+		{"build one repeat", []string{"build", "-run", "c", "-results", results, "-prom", prom}, exitOK, "1 cells"},
+		{"build one repeat, slower", []string{"build", "-run", "d", "-results", results, "-prom", prom}, exitOK, "1 cells"},
 		{"build nothing", []string{"build", "-run", "zzz", "-results", results, "-prom", prom}, exitError, ""},
 	}
 	for _, tc := range tests {
@@ -70,17 +85,26 @@ func TestExitCodes(t *testing.T) {
 		name string
 		args []string
 		code int
+		out  string
 	}{
-		{"diff regression", []string{"diff", "-a", "a", "-b", "b", "-results", results}, exitRegression},
-		{"diff improvement", []string{"diff", "-a", "b", "-b", "a", "-results", results}, exitOK},
-		{"diff huge threshold", []string{"diff", "-a", "a", "-b", "b", "-results", results, "-threshold", "500%"}, exitOK},
-		{"diff missing run", []string{"diff", "-a", "a", "-b", "nope", "-results", results}, exitError},
-		{"diff bad metric", []string{"diff", "-a", "a", "-b", "b", "-metrics", "speed"}, exitUsage},
-		{"history", []string{"history", "-results", results}, exitOK},
+		{"diff regression", []string{"diff", "-a", "a", "-b", "b", "-results", results}, exitRegression, "nginx.fast.simple.quick p99_seconds: worse by more than 5.0 %: +80.0 %"},
+		{"diff improvement", []string{"diff", "-a", "b", "-b", "a", "-results", results}, exitOK, "| 5/5 | better by > 5 % |"},
+		// +80 % is inside a margin of 90 %.
+		{"diff wide margin", []string{"diff", "-a", "a", "-b", "b", "-results", results, "-margin", "90%"}, exitOK, "equivalent within ±90 %"},
+		{"diff error margin", []string{"diff", "-a", "a", "-b", "b", "-results", results, "-error-margin", "0.01"}, exitRegression, "(the error ratio: ±1 pp)"},
+		// One repeat a side: no interval, no data, never a gate.
+		{"diff one repeat", []string{"diff", "-a", "c", "-b", "d", "-results", results}, exitOK, "| 1/1 | no data |"},
+		{"diff json", []string{"diff", "-a", "c", "-b", "d", "-results", results, "-json", "-"}, exitOK, `"schema": "proxybench.diff/v2"`},
+		{"diff missing run", []string{"diff", "-a", "a", "-b", "nope", "-results", results}, exitError, ""},
+		{"diff bad metric", []string{"diff", "-a", "a", "-b", "b", "-metrics", "speed"}, exitUsage, ""},
+		{"diff margin of 100 %", []string{"diff", "-a", "a", "-b", "b", "-results", results, "-margin", "100%"}, exitUsage, ""},
+		{"diff zero error margin", []string{"diff", "-a", "a", "-b", "b", "-results", results, "-error-margin", "0"}, exitUsage, ""},
+		{"diff old -threshold", []string{"diff", "-a", "a", "-b", "b", "-results", results, "-threshold", "500%"}, exitUsage, ""},
+		{"history", []string{"history", "-results", results}, exitOK, ""},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(context.Background(), tc.args, &out, &errb, time.Now); code != tc.code {
-			t.Errorf("%s: exit %d, want %d\n%s%s", tc.name, code, tc.code, out.String(), errb.String())
+		if code := run(context.Background(), tc.args, &out, &errb, time.Now); code != tc.code || !strings.Contains(out.String(), tc.out) {
+			t.Errorf("%s: exit %d, want %d and %q\n%s%s", tc.name, code, tc.code, tc.out, out.String(), errb.String())
 		}
 	}
 	idx, err := os.ReadFile(filepath.Join(results, "history", "manifest.json"))

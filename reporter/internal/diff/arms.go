@@ -120,9 +120,9 @@ func armVerdict(arm string, p report.Paired) (string, bool) {
 	case p.N == 0:
 		return Missing, false
 	case arm == cellid.ArmCandidate:
-		return answer(p.Decision, p.Gated)
+		return answer(p.Decision.Result, p.Gated)
 	}
-	v, _ := answer(p.Decision, false)
+	v, _ := answer(p.Decision.Result, false)
 	if o := p.Decision.Outcome; o == decide.Worse || o == decide.Better {
 		v = Differs + ": " + v
 	}

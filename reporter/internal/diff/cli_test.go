@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"proxybench/internal/cellid"
+	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )
 
@@ -49,15 +50,19 @@ func TestCLIExitCodes(t *testing.T) {
 		out   []string
 	}{
 		{"proxy_died", nil, 4, []string{"haproxy.fast.simple.quick: missing in B", "haproxy.go.simple.quick: missing in B"}},
-		{"proxy_died", []string{"-require-significance"}, 4, []string{"missing in B"}},
+		// A missing key gates at any margin.
+		{"proxy_died", []string{"-margin", "50%"}, 4, []string{"missing in B"}},
 		{"skipped", nil, 4, []string{"skipped in B: proxy haproxy exited (code 137)"}},
 		{"failed", nil, 4, []string{"nginx.go.simple.quick: failed in B: "}},
 		{"invalid_share", nil, 4, []string{"invalid repeats 0/3 → 2/3"}},
-		{"errors_in_invalid_repeat", []string{"-require-significance"}, 4, []string{"regressed (error ratio beyond threshold)"}},
+		{"errors_in_invalid_repeat", nil, 0, []string{"| 3/3 | not resolved at ±0.5 pp |"}},
+		{"errors_in_invalid_repeat", []string{"-error-margin", "1%"}, 0, []string{"(the error ratio: ±1 pp)", "| 3/3 | not resolved at ±1 pp |"}},
 		{"identical", nil, 0, []string{"No regression"}},
-		{"one_repeat", nil, 4, []string{"| 10000 | n/a | 8000 | n/a | -20.0 % | n/a | ±5 % | n/a | n/a | 1/1 |"}},
-		{"one_repeat", []string{"-threshold", "25%"}, 0, []string{"not measured (1 repeat): -threshold 25 % stands in"}},
-		{"one_repeat", []string{"-require-significance"}, 0, []string{"regressed (too few repeats to confirm)"}},
+		{"goodput_cut", nil, 4, []string{"- nginx.fast.simple.quick goodput_rps: worse by more than 5.0 %: -30.0 %", "| 3/3 | **worse by > 5 %** |"}},
+		{"goodput_cut", []string{"-margin", "0.5"}, 0, []string{"| 3/3 | equivalent within ±50 % |"}},
+		{"open_loop", nil, 4, []string{"- haproxy.go.simple.quick p99_seconds: worse by more than 5.0 %"}},
+		{"one_repeat", nil, 0, []string{"| 10000 | n/a | 8000 | n/a | -20.0 % | n/a | n/a | n/a | 1/1 | no data |"}},
+		{"one_repeat", []string{"-margin", "25%"}, 0, []string{"Each metric is answered at the margin ±25 %", "not measured (1 repeat)"}},
 		{"only_in_b", nil, 0, []string{"Only in B (not gated)"}},
 	} {
 		t.Run(tc.name+strings.Join(tc.extra, ""), func(t *testing.T) {
@@ -94,16 +99,31 @@ func TestCLIExitCodes(t *testing.T) {
 	})
 	t.Run("interleaved", func(t *testing.T) {
 		t.Parallel()
-		duet := synth.Noisy{Seed: 21, Run: "duet", CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate, ArmGoodput: 0.7, ArmP99: 1.5}.Report()
-		same := synth.Noisy{Seed: 22, Run: "same", CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate}.Report()
+		// 10 pairs, not the synth default 5: the duet's anytime-valid
+		// interval (Lai's confidence sequence, tightest at 20 pairs) is
+		// unbounded at 5 pairs and could not call even a 30 % cut.
+		duet := synth.Noisy{Seed: 21, Run: "duet", Repeats: 10, CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate, ArmGoodput: 0.7, ArmP99: 1.5}.Report()
+		same := synth.Noisy{Seed: 22, Run: "same", Repeats: 10, CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate}.Report()
 		obs := synth.Noisy{Seed: 23, Run: "obs", CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmUnobserved}.Report()
+		// A run decided at its own margin of 50 %: -run takes it unless
+		// -margin is given, also when only -error-margin is.
+		wide := synth.Noisy{Seed: 24, Run: "wide", Repeats: 10, CV: 0.03, LatencyCV: 0.06, Control: true, Arm: cellid.ArmCandidate}.Report()
+		wide.Question = &report.Question{Margin: 0.5, ErrorMargin: 0.005, Alpha: 0.05}
 		res := writeRuns(t, duet, same)
-		writeRuns(t, obs, nil, res)
-		if code, stdout, stderr := runBin(t, bin, "diff", "-run", "duet", "-results", res); code != 4 || !strings.Contains(stdout, "| nginx.fast.simple.quick | goodput_rps | ") || !strings.Contains(stdout, "**regressed**") {
+		writeRuns(t, obs, wide, res)
+		if code, stdout, stderr := runBin(t, bin, "diff", "-run", "duet", "-results", res); code != 4 || !strings.Contains(stdout, "| nginx.fast.simple.quick | ● goodput_rps | ") ||
+			!strings.Contains(stdout, "**worse by > 5 %**") || !strings.Contains(stdout, "- nginx.fast.simple.quick goodput_rps: worse by more than 5.0 %") {
 			t.Errorf("duet with a 30 %% cut: exit %d, want 4\n%s%s", code, stdout, stderr)
 		}
-		if code, stdout, stderr := runBin(t, bin, "diff", "-run", "same", "-results", res); code != 0 || !strings.Contains(stdout, "**No regression beyond the noise floor.**") {
-			t.Errorf("duet of an unchanged candidate: exit %d, want 0\n%s%s", code, stdout, stderr)
+		if code, stdout, stderr := runBin(t, bin, "diff", "-run", "same", "-results", res); code != 0 ||
+			!strings.Contains(stdout, "**No regression: no cell missing, failed or newly invalid, and no gated metric worse by more than ±5 %.**") || strings.Contains(stdout, "worse by >") {
+			t.Errorf("duet of an unchanged candidate: exit %d, want 0 and nothing worse\n%s%s", code, stdout, stderr)
+		}
+		for _, args := range [][]string{nil, {"-error-margin", "1%"}} {
+			code, stdout, stderr := runBin(t, bin, append([]string{"diff", "-run", "wide", "-results", res}, args...)...)
+			if code != 0 || !strings.Contains(stdout, "answered at the margin ±50 %") {
+				t.Errorf("run with its own margin of 50 %%, %v: exit %d, want 0 at ±50 %%\n%s%s", args, code, stdout, stderr)
+			}
 		}
 		out := filepath.Join(t.TempDir(), "observer.json")
 		code, stdout, stderr := runBin(t, bin, "diff", "-run", "obs", "-results", res, "-json", out)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 
-	"proxybench/internal/decide"
 	"proxybench/reporter/internal/report"
 )
 
@@ -36,23 +35,23 @@ type jsonKey struct {
 }
 
 type jsonRow struct {
-	Key      string        `json:"key"`
-	Metric   string        `json:"metric"`
-	A        []report.Num  `json:"a"`
-	B        []report.Num  `json:"b"`
-	CentreA  report.Num    `json:"centre_a"`
-	CentreB  report.Num    `json:"centre_b"`
-	SpreadA  report.Num    `json:"ci95_half_width_a"`
-	SpreadB  report.Num    `json:"ci95_half_width_b"`
-	Change   report.Num    `json:"change"`
-	CILow    report.Num    `json:"low"`
-	CIHigh   report.Num    `json:"high"`
-	P        report.Num    `json:"p"`
-	PHolm    report.Num    `json:"p_holm"`
-	Decision decide.Result `json:"decision"`
-	Gated    bool          `json:"gated"`
-	Verdict  string        `json:"verdict"`
-	Gate     bool          `json:"gate"`
+	Key      string          `json:"key"`
+	Metric   string          `json:"metric"`
+	A        []report.Num    `json:"a"`
+	B        []report.Num    `json:"b"`
+	CentreA  report.Num      `json:"centre_a"`
+	CentreB  report.Num      `json:"centre_b"`
+	SpreadA  report.Num      `json:"ci95_half_width_a"`
+	SpreadB  report.Num      `json:"ci95_half_width_b"`
+	Change   report.Num      `json:"change"`
+	CILow    report.Num      `json:"low"`
+	CIHigh   report.Num      `json:"high"`
+	P        report.Num      `json:"p"`
+	PHolm    report.Num      `json:"p_holm"`
+	Decision report.Decision `json:"decision"`
+	Gated    bool            `json:"gated"`
+	Verdict  string          `json:"verdict"`
+	Gate     bool            `json:"gate"`
 }
 
 type jsonRuns struct {
@@ -84,7 +83,7 @@ func (res Result) JSON(w io.Writer) error {
 		out.Rows = append(out.Rows, jsonRow{Key: r.Key, Metric: r.Metric, A: nums(r.A), B: nums(r.B), CentreA: report.Num(r.CentreA),
 			CentreB: report.Num(r.CentreB), SpreadA: report.Num(r.SpreadA), SpreadB: report.Num(r.SpreadB), Change: report.Num(r.Change),
 			CILow: report.Num(r.CILow), CIHigh: report.Num(r.CIHigh), P: report.Num(r.P), PHolm: report.Num(r.PHolm),
-			Decision: r.Decision, Gated: r.Gated, Verdict: r.Verdict, Gate: r.Gate})
+			Decision: report.Decision{Result: r.Decision}, Gated: r.Gated, Verdict: r.Verdict, Gate: r.Gate})
 	}
 	return encode(w, out)
 }

@@ -49,7 +49,7 @@ func FuzzLoadCompare(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	all := Options{Threshold: 0.05, ErrorThreshold: 0.005, Alpha: 0.05}
+	all := Options{Margin: 0.05, ErrorMargin: 0.005, Alpha: 0.05}
 	for _, m := range report.GroupMetrics {
 		all.Metrics = append(all.Metrics, m.Name)
 	}
@@ -73,7 +73,7 @@ func FuzzLoadCompare(f *testing.F) {
 		if errA != nil || errB != nil {
 			return
 		}
-		for _, o := range []Options{DefaultOptions, all, {Metrics: all.Metrics, RequireSignificance: true}} {
+		for _, o := range []Options{DefaultOptions, all, {Margin: 0.5, ErrorMargin: 0.1, Alpha: 0.001, Metrics: all.Metrics}} {
 			checkCompare(t, ra, rb, o)
 			if self := checkCompare(t, ra, ra, o); self.Regressions != 0 {
 				t.Fatalf("run A compared with itself has %d regressions: %+v", self.Regressions, self)

@@ -51,7 +51,7 @@ func (res Result) Markdown(w io.Writer) error {
 			"|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|\n")
 	}
 	for _, r := range res.Rows {
-		few = few || r.Decision.Outcome == decide.NoData
+		few = few || (r.Decision.Outcome == decide.NoData && r.Verdict != Missing)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d | %s |\n", r.Key, metricName(r.Metric, r.Gated),
 			fmtVal(r.Metric, r.CentreA), fmtSpread(r.Metric, r.SpreadA, r.CentreA), fmtVal(r.Metric, r.CentreB), fmtSpread(r.Metric, r.SpreadB, r.CentreB),
 			fmtChange(r.Metric, r.Change), fmtCI(r.Metric, r.CILow, r.CIHigh), fmtResolves(r.Decision), report.FormatP(r.P),
@@ -143,10 +143,10 @@ func armTable(b *strings.Builder, set ArmSet, base, arm, change string) {
 			"|:---|:---|---:|---:|---:|---:|---:|---:|---:|:---|\n", base, arm, change)
 	}
 	for _, r := range set.Rows {
-		d := r.Decision
+		d := r.Decision.Result
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", r.Key, metricName(r.Metric, r.Gated),
 			fmtVal(r.Metric, float64(r.Base)), fmtVal(r.Metric, float64(r.Paired.Arm)), fmtChange(r.Metric, float64(r.Change)),
-			fmtCI(r.Metric, d.Low, d.High), fmtResolves(d), fmtSD(r.Metric, d.Test.SD), r.N, bold(outcome(d), r.Gate))
+			fmtDecisionCI(r.Metric, d), fmtResolves(d), fmtSD(r.Metric, d.Test.SD), r.N, bold(outcome(d), r.Gate))
 	}
 	if len(set.Rows) > 0 {
 		b.WriteString("\n")
@@ -189,10 +189,22 @@ func fmtResolves(d decide.Result) string {
 	if math.IsNaN(d.Resolution) {
 		return "n/a"
 	}
+	if math.IsInf(d.Resolution, 1) {
+		return "unbounded"
+	}
 	if d.Absolute {
 		return "±" + pp(d.Resolution)
 	}
 	return "±" + report.Pct(d.Resolution)
+}
+
+// fmtDecisionCI is a decision's interval: unbounded while an anytime
+// interval has too few pairs to bound it.
+func fmtDecisionCI(metric string, d decide.Result) string {
+	if math.IsInf(d.Test.HalfWidth, 1) {
+		return "unbounded"
+	}
+	return fmtCI(metric, d.Low, d.High)
 }
 
 // fmtSD is the per-pair standard deviation: of the log ratio (shown as a
@@ -302,6 +314,8 @@ func fmtVal(metric string, v float64) string {
 		return fmt.Sprintf("%.1f MB", v/1e6)
 	case metric == "proxy_cpu_cores":
 		return fmt.Sprintf("%.2f", v)
+	case metric == decide.CPUPerRequest: // CPU seconds per request, about 1e-4
+		return fmt.Sprintf("%.3g µs", v*1e6)
 	default:
 		return fmt.Sprintf("%.0f", v)
 	}

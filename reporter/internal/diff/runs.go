@@ -91,8 +91,8 @@ func Compare(a, b *report.Report, o Options) Result {
 	for i, adj := range stats.Holm(ps) {
 		r := &res.Rows[i]
 		r.PHolm = adj
+		r.Decision = decideSamples(r.Metric, r.A, r.B, alpha, o) // no data for a missing metric
 		if r.Verdict != Missing {
-			r.Decision = decideSamples(r.Metric, r.A, r.B, alpha, o)
 			r.Verdict, r.Gate = answer(r.Decision, r.Gated)
 			if r.Decision.Test.Known() {
 				r.CILow, r.CIHigh = r.Decision.Low, r.Decision.High
@@ -176,7 +176,9 @@ func decideSamples(metric string, a, b []float64, alpha float64, o Options) deci
 		return decide.FromInterval(metric, m.Better, false, decide.Welch(logs(a), logs(b), alpha), do)
 	}
 	r := decide.FromInterval(metric, m.Better, false, decide.Welch(nil, nil, alpha), do)
-	r.Outcome = decide.Unresolved
+	if len(a) >= 2 && len(b) >= 2 {
+		r.Outcome = decide.Unresolved // below 2 values a side there is no interval: no data
+	}
 	return r
 }
 

@@ -60,7 +60,9 @@ func winnerTable(r *report.Report) Table {
 				margin := float64(rp.Median)/float64(wp.Median) - 1
 				row = append(row, txt(ru.Proxy), txt(fmtMs(rp.Median)), txt(fmt.Sprintf("%.0f %%", margin*100)))
 				caveats = append(caveats, marginCaveats(r, w, ru, margin)...)
+				row[2].Best = len(caveats) == 0 // bold only when the margin is decided
 			} else {
+				row[2].Best = false // no runner-up to be better than
 				row = append(row, txt("–"), txt("–"), txt("–"))
 				caveats = append(caveats, "the only proxy with trustworthy cells")
 			}
@@ -109,11 +111,15 @@ func marginCaveats(r *report.Report, w, ru *report.Group, _ float64) []string {
 	m, _ := report.Metric("p99_seconds")
 	iv := decide.Welch(logValues(r, ru, m), logValues(r, w, m), q.Alpha)
 	d := decide.FromInterval("p99_seconds", m.Better, false, iv, q.Options(cellid.ArmUnobserved))
-	if d.Outcome != decide.Better {
-		return []string{fmt.Sprintf("not resolved at ±%s: the winner's p99 %s [%s, %s] against the runner-up's", report.Pct(q.Margin),
-			report.SignedPct(d.Change), report.SignedPct(d.Low), report.SignedPct(d.High))}
+	answer := "not resolved at ±"
+	switch d.Outcome {
+	case decide.Better:
+		return nil
+	case decide.Equivalent: // resolved: the two are within the margin, so neither wins
+		answer = "equivalent within ±"
 	}
-	return nil
+	return []string{fmt.Sprintf("%s%s: the winner's p99 %s [%s, %s] against the runner-up's", answer, report.Pct(q.Margin),
+		report.SignedPct(d.Change), report.SignedPct(d.Low), report.SignedPct(d.High))}
 }
 
 // logValues is the log of metric m over g's usable repeats (not invalid).

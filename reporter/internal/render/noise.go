@@ -77,7 +77,7 @@ func floorLead(r *report.Report) string {
 		for _, a := range r.Arms {
 			for _, m := range armMetrics {
 				if p, ok := a.Metrics[m.name]; ok && p.Gated {
-					parts = append(parts, fmt.Sprintf("%s %s: %s (resolves %s)", a.Key, m.title, strings.SplitN(p.Decision.String(), ":", 2)[0], fmtResolution(p.Decision)))
+					parts = append(parts, fmt.Sprintf("%s %s: %s (resolves %s)", a.Key, m.title, strings.SplitN(p.Decision.String(), ":", 2)[0], fmtResolution(p.Decision.Result)))
 				}
 			}
 		}
@@ -136,7 +136,7 @@ func controlSentence(nf *report.NoiseFloor) string {
 		drift := false
 		for _, m := range noiseMetrics[:2] {
 			p := aa.Metrics[m.name]
-			parts = append(parts, fmt.Sprintf("%s %s %s", m.title, report.SignedPct(float64(p.Change)), fmtInterval(p.Decision)))
+			parts = append(parts, fmt.Sprintf("%s %s %s", m.title, report.SignedPct(float64(p.Change)), fmtInterval(p.Decision.Result)))
 			drift = drift || p.Decision.Outcome == decide.Worse || p.Decision.Outcome == decide.Better
 		}
 		verdict := "equivalent or not resolved, as a control must be"
@@ -163,7 +163,7 @@ func armTable(a report.ArmResult, caption, base, arm string, verdict func(string
 		if p.Gated {
 			title = "● " + title
 		}
-		d := p.Decision
+		d := p.Decision.Result
 		t.Rows = append(t.Rows, []Cell{txt(title), txt(fmtMetric(m.name, p.Base)), txt(fmtMetric(m.name, p.Arm)), txt(report.SignedPct(float64(p.Change))),
 			txt(fmtInterval(d)), txt(fmtResolution(d)), txt(fmtRel(report.Num(d.Test.SD))), verdict(m.name, p)})
 	}
@@ -182,7 +182,7 @@ var armMetrics = []struct{ name, title string }{
 // answerCell is a decision in words: worse or better (flagged for a
 // gated metric of the candidate), equivalent, not resolved.
 func answerCell(p report.Paired, alarm bool) Cell {
-	d := p.Decision
+	d := p.Decision.Result
 	text := strings.SplitN(d.String(), ":", 2)[0]
 	switch d.Outcome {
 	case decide.NoData:
@@ -212,10 +212,14 @@ func observerVerdict(_ string, p report.Paired) Cell { return answerCell(p, fals
 // than the margin is the regression `reporter diff -run` gates on.
 func duetAnswer(_ string, p report.Paired) Cell { return answerCell(p, p.Gated) }
 
-// fmtInterval is a decision's interval, "[-3.1 %, +4.0 %]"; n/a without.
+// fmtInterval is a decision's interval, "[-3.1 %, +4.0 %]"; n/a without,
+// unbounded while an anytime interval has too few pairs to bound it.
 func fmtInterval(d decide.Result) string {
 	if !d.Test.Known() {
 		return "[n/a]"
+	}
+	if math.IsInf(d.Test.HalfWidth, 1) {
+		return "unbounded"
 	}
 	return "[" + report.SignedPct(d.Low) + ", " + report.SignedPct(d.High) + "]"
 }
@@ -225,12 +229,18 @@ func fmtResolution(d decide.Result) string {
 	if !d.Test.Known() {
 		return "n/a"
 	}
+	if math.IsInf(d.Resolution, 1) {
+		return "unbounded"
+	}
 	return "±" + report.Pct(d.Resolution)
 }
 
 func fmtMetric(metric string, v report.Num) string {
 	if strings.HasSuffix(metric, "_seconds") {
 		return fmtMs(v) + " ms"
+	}
+	if metric == decide.CPUPerRequest { // CPU seconds per request, about 1e-4
+		return fmtNum(v*1e6, 1) + " µs"
 	}
 	return fmtNum(v, 0)
 }
@@ -242,4 +252,3 @@ func fmtRel(v report.Num) string {
 	}
 	return "±" + report.Pct(float64(v))
 }
-

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/decide"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )
@@ -74,6 +75,12 @@ func TestNoiseFloorOneRepeat(t *testing.T) {
 	var back report.NoiseFloor
 	if err := json.Unmarshal(b, &back); err != nil || back.NotMeasured != nf.NotMeasured || back.Metrics["p99_seconds"].Floor.Known() {
 		t.Fatalf("decoded %+v, %v", back, err)
+	}
+	// The control's single pair has no interval: no data, its unknown
+	// numbers null in JSON and NaN again once read.
+	d := back.AA[0].Metrics["p99_seconds"].Decision
+	if d.Outcome != decide.NoData || d.Test.N != 1 || !math.IsNaN(d.Low) || !math.IsNaN(d.Test.HalfWidth) || !math.IsNaN(d.Resolution) || d.Margin != decide.DefaultMargin {
+		t.Fatalf("one-pair decision read back %+v", d)
 	}
 }
 
@@ -155,6 +162,48 @@ func TestCandidateArmFindsChange(t *testing.T) {
 	}
 }
 
+// TestCandidateArmDecision: 10 pairs of a duet whose candidate has 30 %
+// less goodput and 50 % more p99: goodput, the closed loop's gated metric,
+// is worse by more than 5 % on an anytime-valid interval; p99 is worse
+// too but not gated; the error ratio is equivalent; the A/A control is
+// not beyond the margin; and the decisions survive report.json.
+func TestCandidateArmDecision(t *testing.T) {
+	t.Parallel()
+	r := synth.Noisy{Seed: 5, Run: "duet", Repeats: 10, CV: 0.03, LatencyCV: 0.06, Drift: 0.2, Control: true,
+		Arm: cellid.ArmCandidate, ArmGoodput: 0.7, ArmP99: 1.5}.Report()
+	if len(r.Arms) != 2 || r.Question == nil || *r.Question != report.DefaultQuestion {
+		t.Fatalf("arms %d, question %+v", len(r.Arms), r.Question)
+	}
+	for _, a := range r.Arms {
+		g, p, e := a.Metrics["goodput_rps"], a.Metrics["p99_seconds"], a.Metrics["error_ratio"]
+		if g.Decision.Outcome != decide.Worse || !g.Gated || !g.Decision.Test.Anytime || g.Decision.Test.N != 10 || !(g.Decision.High < -0.05) {
+			t.Errorf("%s goodput: %+v gated %v, want worse by more than 5 %% and gated", a.Key, g.Decision, g.Gated)
+		}
+		if p.Decision.Outcome != decide.Worse || p.Gated {
+			t.Errorf("%s p99: %+v gated %v, want worse, not gated in a closed loop", a.Key, p.Decision, p.Gated)
+		}
+		if e.Decision.Outcome != decide.Equivalent || !e.Decision.Absolute || e.Decision.Margin != decide.DefaultErrorMargin {
+			t.Errorf("%s error ratio: %+v, want equivalent within the error margin", a.Key, e.Decision)
+		}
+	}
+	for name, p := range r.NoiseFloor.AA[0].Metrics {
+		if o := p.Decision.Outcome; o == decide.Worse || o == decide.Better {
+			t.Errorf("A/A control %s: %s", name, p.Decision)
+		}
+	}
+	b, err := json.Marshal(r.Arms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []report.ArmResult
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := back[0].Metrics["goodput_rps"].Decision, r.Arms[0].Metrics["goodput_rps"].Decision; got != want {
+		t.Fatalf("decision read back %+v, want %+v", got, want)
+	}
+}
+
 // TestCompareArmUnpaired: an invalid cell on either side, or a repeat
 // without a twin, leaves its pair out and says why.
 func TestCompareArmUnpaired(t *testing.T) {
@@ -170,7 +219,7 @@ func TestCompareArmUnpaired(t *testing.T) {
 		}
 		cells = append(cells, c)
 	}
-	res := report.CompareArm(cells, cellid.ArmControl, []string{"p99_seconds"})
+	res := report.CompareArm(cells, cellid.ArmControl, []string{"p99_seconds"}, report.DefaultQuestion)
 	if len(res) != 1 || res[0].Pairs != 3 || res[0].Repeats != 5 || res[0].Metrics["p99_seconds"].N != 3 {
 		t.Fatalf("%+v", res)
 	}
