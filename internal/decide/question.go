@@ -132,6 +132,12 @@ func (r Result) String() string {
 		m = fmt.Sprintf("%.2g", r.Margin)
 		chg = fmt.Sprintf("%+.4f [%+.4f, %+.4f]", r.Change, r.Low, r.High)
 	}
+	if math.IsInf(r.Test.HalfWidth, 1) {
+		chg = Pct(r.Change) + " [unbounded: too few pairs yet]"
+		if r.Absolute {
+			chg = fmt.Sprintf("%+.4f [unbounded: too few pairs yet]", r.Change)
+		}
+	}
 	m = trimSign(m)
 	switch r.Outcome {
 	case Worse:

@@ -176,9 +176,11 @@ type Cell struct {
 	Contention *Contention `json:"contention,omitempty"`
 	// StealWorstSecond is the largest share of the host's CPUs the
 	// hypervisor stole over any second of the window (cputime.StealWatch);
-	// nil when /proc/stat could not be read. A comparison leaves out a
-	// pair with a cell at or over StealStarvedShare (Stolen).
+	// nil when /proc/stat could not be read.
 	StealWorstSecond *float64 `json:"steal_worst_second_share,omitempty"`
+	// Disturbed says what of the host disturbed the window (Disturbance);
+	// a paired comparison leaves out a pair with a disturbed cell.
+	Disturbed string `json:"disturbed,omitempty"`
 
 	// ScenarioData is what the cell's scenario is judged on
 	// (docs/scenarios.md); nil for simple.

@@ -1,7 +1,11 @@
 package manifest
 
 import (
+	"fmt"
+	"math"
 	"time"
+
+	"proxybench/internal/cputime"
 
 	"proxybench/internal/decide"
 )
@@ -35,16 +39,67 @@ type Look struct {
 	Results []LookResult `json:"results"`
 }
 
-// LookResult is one cell key's gated metric at a look.
+// LookResult is one cell key's gated metric at a look: its answer, the
+// change and its interval (relative, absolute for the error ratio), and
+// the interval's half-width; an unknown or unbounded number is null.
 type LookResult struct {
-	Key string `json:"key"` // cellid.Key.PlanKey
-	decide.Result
+	Key        string         `json:"key"` // cellid.Key.PlanKey
+	Metric     string         `json:"metric"`
+	Outcome    decide.Outcome `json:"outcome"`
+	Pairs      int            `json:"pairs"` // pairs with the metric known on both sides
+	Change     *float64       `json:"change"`
+	Low        *float64       `json:"low"`
+	High       *float64       `json:"high"`
+	Resolution *float64       `json:"resolution"`
+	Text       string         `json:"text"` // the answer in words
 }
 
-// Stolen says whether the hypervisor stole StealStarvedShare or more of
-// some second of c's window: such a cell measured the host's neighbours,
-// and a paired comparison leaves its pair out (the sequential duet then
-// measures another).
-func (c *Cell) Stolen() bool {
-	return c.StealWorstSecond != nil && *c.StealWorstSecond >= StealStarvedShare
+// NewLookResult records r, key's answer at a look.
+func NewLookResult(key string, r decide.Result) LookResult {
+	fin := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
+	}
+	return LookResult{Key: key, Metric: r.Name, Outcome: r.Outcome, Pairs: r.Test.N, Change: fin(r.Change), Low: fin(r.Low), High: fin(r.High),
+		Resolution: fin(r.Resolution), Text: r.String()}
+}
+
+// Thresholds of a disturbed window, shared with the reporter's
+// contended flag: a role's CPUs gave this share of the window or more to
+// processes outside the cell while its threads waited this long per
+// second or more for a CPU.
+const (
+	ForeignStarvedShare = 0.25
+	RunDelayStarvedPerS = 0.10
+)
+
+// Disturbance says what of the host disturbed c's window, "" when
+// nothing did: the hypervisor stole StealStarvedShare or more of some
+// second of the host's CPUs, or some role's CPUs spent
+// ForeignStarvedShare or more of the window on other processes while its
+// threads waited RunDelayStarvedPerS or more per second. Such a window
+// measured the host's neighbours, not the proxy: a paired comparison
+// leaves its pair out, and the sequential duet measures another.
+func (c *Cell) Disturbance() string {
+	if c.StealWorstSecond != nil && *c.StealWorstSecond >= StealStarvedShare {
+		return fmt.Sprintf("the hypervisor stole %.0f %% of a second of the host's CPUs (>= %.0f %%)", 100**c.StealWorstSecond, 100*StealStarvedShare)
+	}
+	if c.Contention == nil || c.Contention.WindowSeconds <= 0 {
+		return ""
+	}
+	w := c.Contention.WindowSeconds
+	for _, r := range c.Contention.Roles {
+		cpus, err := cputime.ParseList(r.CPUs)
+		if err != nil || len(cpus) == 0 || r.ForeignSeconds == nil || r.RunDelaySeconds == nil {
+			continue
+		}
+		share, wait := *r.ForeignSeconds/(w*float64(len(cpus))), *r.RunDelaySeconds/w
+		if share >= ForeignStarvedShare && wait >= RunDelayStarvedPerS {
+			return fmt.Sprintf("%.0f %% of the %s's CPUs %s went to other processes (>= %.0f %%) while it waited %.2f s per s for a CPU",
+				100*share, r.Name(), r.CPUs, 100*ForeignStarvedShare, wait)
+		}
+	}
+	return ""
 }

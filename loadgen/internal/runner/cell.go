@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"proxybench/internal/dockerx"
 	"proxybench/internal/cputime"
+	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
@@ -78,6 +78,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		workerRoles(mc.Contention, res.Workers)
 		mc.ScenarioData = scenarioData(c, &mc, per, pr)
 	}
+	mc.Disturbed = mc.Disturbance()
 
 	switch {
 	case ctx.Err() != nil:

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -224,5 +225,51 @@ func TestDockerArms(t *testing.T) {
 		if n != 2e9 || in.State != "running" {
 			t.Errorf("%s: after the run the quota is %g and the infra container %s", tc.flag, float64(n)/1e9, in.State)
 		}
+	}
+}
+
+// TestDockerSequentialDuet runs a sequential duet against a throwaway
+// proxy on the real engine (its candidate with a quarter of a core against
+// its two; the proxy is bound by its own latency, not its CPU): the
+// question "is the candidate's goodput worse by more than 5 %?" is
+// decided long before the plan's most pairs, so the run stops after a
+// whole ABBA block, with the looks recorded in the manifest and the plan
+// trimmed to the pairs measured. (What the answer is, on a real proxy, is
+// the e2e duet's and the bootstrap test's question.)
+func TestDockerSequentialDuet(t *testing.T) {
+	t.Parallel()
+	ctx, dc, img := realEngine(t)
+	project := fmt.Sprintf("pbseq-test-%d", os.Getpid())
+	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
+	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
+	dir := t.TempDir()
+	a := args(t, dir, "-project", project, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-repeats", "30", "-control=false",
+		"-duet-cpus", "0.25", "-budget", "10m", "-run", "seq")
+	code := run(ctx, a, io.Discard, io.Discard, testLog(t), env{
+		target: func(string) (string, error) { return "http://" + addr, nil },
+		docker: func(context.Context) (Docker, error) { return dc, nil }, clock: &sleeper{},
+	})
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	m, err := manifest.Read(filepath.Join(dir, "seq", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Sequential
+	if s == nil || s.Stopped != manifest.StopDecided || len(s.Looks) == 0 {
+		t.Fatalf("sequential record %+v", s)
+	}
+	last := s.Looks[len(s.Looks)-1]
+	if last.Pairs%2 != 0 || last.Pairs >= 30 || len(m.Cells) != 2*last.Pairs || len(last.Results) != 1 || !last.Results[0].Outcome.Decided() {
+		t.Fatalf("stopped after %d pairs with %d cells: %+v", last.Pairs, len(m.Cells), last.Results)
+	}
+	var p plan.Expanded
+	if err := json.Unmarshal(m.Plan, &p); err != nil || p.Repeats != last.Pairs || len(p.Cells) != len(m.Cells) {
+		t.Fatalf("manifest plan: %v, %d repeats, %d cells", err, p.Repeats, len(p.Cells))
+	}
+	t.Logf("decided after %d pairs: %s", last.Pairs, last.Results[0].Text)
+	if n, _ := dc.NanoCPUs(ctx, proxyID); n != 2e9 {
+		t.Errorf("after the run the quota is %g", float64(n)/1e9)
 	}
 }

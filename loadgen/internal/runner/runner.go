@@ -239,7 +239,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 			break
 		}
 		j := i
-		for j < len(p.Cells) && p.Cells[j].Proxy == p.Cells[i].Proxy {
+		for j < len(p.Cells) && p.Cells[j].Proxy == p.Cells[i].Proxy && (j == i || !seq.due(p.Cells, j)) { // a sequential duet looks between blocks
 			j++
 		}
 		r.runProxy(ctx, iso, i, p.Cells[i:j])

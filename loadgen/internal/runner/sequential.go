@@ -57,7 +57,11 @@ func (s *sequential) look(done []manifest.Cell, pairs int, now time.Time) string
 	all := len(results) > 0
 	for _, r := range results {
 		all = all && r.Outcome.Decided()
-		s.log.Info(fmt.Sprintf("duet after %d pairs: %s %s: %s (resolves ±%s)", pairs, r.Key, r.Name, r, pct(r.Resolution)))
+		res := "n/a"
+		if r.Resolution != nil {
+			res = pct(*r.Resolution)
+		}
+		s.log.Info(fmt.Sprintf("duet after %d pairs: %s %s: %s (resolves ±%s)", pairs, r.Key, r.Metric, r.Text, res))
 	}
 	elapsed := now.Sub(s.start)
 	switch {
@@ -107,8 +111,8 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 		for r, c := range sd.cand {
 			switch b := sd.base[r]; {
 			case b == nil:
-			case b.Stolen() || c.Stolen():
-				s.log.Info("duet: pair left out, the hypervisor stole a second of it; another pair is measured instead", "key", k, "pair", r)
+			case b.Disturbed != "" || c.Disturbed != "":
+				s.log.Info("duet: pair left out, the host disturbed it; another pair is measured instead", "key", k, "pair", r, "why", b.Disturbed+c.Disturbed)
 			default:
 				reps = append(reps, r)
 			}
@@ -131,7 +135,7 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 	}
 	out := make([]manifest.LookResult, 0, len(series))
 	for i, r := range decide.Decide(series, s.opts) {
-		out = append(out, manifest.LookResult{Key: at[i], Result: r})
+		out = append(out, manifest.NewLookResult(at[i], r))
 	}
 	return out
 }

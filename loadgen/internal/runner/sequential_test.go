@@ -55,7 +55,7 @@ func TestSequentialStopsWhenDecided(t *testing.T) {
 		}
 	}
 	last := s.rec.Looks[len(s.rec.Looks)-1].Results
-	if s.rec.Stopped != manifest.StopDecided || stopped > 8 || len(last) != 1 || last[0].Outcome != decide.Worse || last[0].Name != decide.Goodput {
+	if s.rec.Stopped != manifest.StopDecided || stopped > 8 || len(last) != 1 || last[0].Outcome != decide.Worse || last[0].Metric != decide.Goodput {
 		t.Fatalf("20 %% cut: stopped %q after %d pairs, last look %+v", s.rec.Stopped, stopped, last)
 	}
 	if g := gatedValue(decide.Goodput, &cells[0]); g <= 0 || gatedValue(decide.CPUPerRequest, &cells[0]) <= 0 {

@@ -406,6 +406,7 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	if mc.StealWorstSecond != nil {
 		c.StealWorstSecond = report.Num(*mc.StealWorstSecond)
 	}
+	c.Disturbed = mc.Disturbed
 	c.Workers = mc.Workers
 	takeLate := func() {
 		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest

@@ -102,7 +102,7 @@ func floorLead(r *report.Report) string {
 func floorSentence(nf *report.NoiseFloor) string {
 	if nf.NotMeasured != "" {
 		return fmt.Sprintf("**Noise floor: not measured (%s).** With fewer than 2 usable repeats a cell shows no noise, so no margin or change can be told from it: "+
-			"run REPEATS=3 or more (5 to let `make diff` judge significance).", nf.NotMeasured)
+			"run REPEATS=3 or more, or measure a change pair by pair until it is decided with `make duet`.", nf.NotMeasured)
 	}
 	var parts []string
 	for _, m := range noiseMetrics {
@@ -110,7 +110,7 @@ func floorSentence(nf *report.NoiseFloor) string {
 			parts = append(parts, fmt.Sprintf("%s ±%s (%s)", m.title, report.Pct(f), report.SourceName(nf.Metrics[m.name].Source)))
 		}
 	}
-	return "**Noise floor of this run: " + report.AndList(parts) + ".** A margin between proxies or a change smaller than this is noise. " +
+	return "**Noise floor of this run: " + report.AndList(parts) + ".** It describes the noise and decides nothing: comparisons are decided at the run's margin on their own intervals. " +
 		"Each is the larger of two measurements: the A/A control's 95 % interval end furthest from zero, and the median over cells of the half-width of the 95 % interval of the mean across repeats, relative to the mean."
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/decide"
-	"proxybench/internal/manifest"
 	"proxybench/internal/stats"
 )
 
@@ -148,9 +147,10 @@ func CompareArm(cells []Cell, arm string, metrics []string, q Question) []ArmRes
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: no cell of the plan's own to pair with", r))
 			case a.Validity.Verdict == Invalid:
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the plan's own cell is invalid (%s)", r, invalidCodes(a)))
-			case stolen(a) || stolen(b):
-				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the hypervisor stole %.0f %% or more of a second of it (worst second %.0f %%)",
-					r, 100*manifest.StealStarvedShare, 100*worstSteal(a, b)))
+			case a.Disturbed != "":
+				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the host disturbed the plan's own cell: %s", r, a.Disturbed))
+			case b.Disturbed != "":
+				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the host disturbed the %s cell: %s", r, arm, b.Disturbed))
 			default:
 				pairs = append(pairs, [2]*Cell{a, b})
 			}
@@ -255,24 +255,6 @@ func pairValues(m GroupMetric, a, b *Cell) (Num, Num) {
 		return m.Exact(a.Latency.Exact), m.Exact(b.Latency.Exact)
 	}
 	return m.Estimate(a), m.Estimate(b)
-}
-
-// stolen says whether the hypervisor stole manifest.StealStarvedShare or
-// more of some second of c's window (the pair measured the host's
-// neighbours).
-func stolen(c *Cell) bool {
-	return c.StealWorstSecond.Known() && float64(c.StealWorstSecond) >= manifest.StealStarvedShare
-}
-
-// worstSteal is the larger known worst-second steal of a pair's cells.
-func worstSteal(a, b *Cell) float64 {
-	w := 0.0
-	for _, c := range []*Cell{a, b} {
-		if c.StealWorstSecond.Known() {
-			w = max(w, float64(c.StealWorstSecond))
-		}
-	}
-	return w
 }
 
 // invalidCodes names the flags that made a cell invalid.

@@ -78,8 +78,8 @@ type ContentionThresholds struct {
 // DefaultContention are the documented defaults (reporter/README.md),
 // calibrated on a 2-core host with the proxy alone on one core.
 var DefaultContention = ContentionThresholds{
-	ForeignShare:  0.25,
-	RunDelayPerS:  0.10,
+	ForeignShare:  manifest.ForeignStarvedShare,
+	RunDelayPerS:  manifest.RunDelayStarvedPerS,
 	PressureShare: 0.25,
 	StealShare:    manifest.StealStarvedShare,
 	ThrottledPerS: 0.05,

@@ -168,9 +168,10 @@ type Cell struct {
 	Contention []RoleContention `json:"contention,omitempty"`
 	// StealWorstSecond is the largest share of the host's CPUs the
 	// hypervisor stole over any second of the window (the manifest's);
-	// a paired comparison leaves out a pair with a cell at or over
-	// manifest.StealStarvedShare.
-	StealWorstSecond Num `json:"steal_worst_second_share"`
+	// Disturbed (the manifest's Cell.Disturbance) says what of the host
+	// disturbed the window: a paired comparison leaves its pair out.
+	StealWorstSecond Num    `json:"steal_worst_second_share"`
+	Disturbed        string `json:"disturbed,omitempty"`
 	// Workers is each loadgen worker's part of a cell several ran as one
 	// instrument (manifest); the cell's numbers are their merge.
 	Workers    []manifest.Worker `json:"workers,omitempty"`
