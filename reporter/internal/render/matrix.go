@@ -199,6 +199,9 @@ func decidedBest(r *report.Report, gs []*report.Group, metric string) *report.Gr
 	}
 	var cand []*report.Group
 	for _, g := range gs {
+		if metric == "goodput_rps" && labBound(r, g) {
+			return nil // a lower bound wins nothing: the winner is unknown
+		}
 		if g.Valid > 0 && g.Metrics[metric].Median.Known() {
 			cand = append(cand, g)
 		}
@@ -293,6 +296,9 @@ func matrixSection(r *report.Report) Section {
 						continue
 					}
 					c := Cell{Text: m.f(g.Metrics[m.name].Median)}
+					if m.name == "goodput_rps" {
+						c.Text = fmtGoodput(g.Metrics[m.name].Median, labBound(r, g))
+					}
 					if all := g.Metrics["rps"].Median; m.name == "goodput_rps" && fmtNum(all, 0) != c.Text {
 						c.Text += " (" + fmtNum(all, 0) + ")"
 					}
@@ -365,4 +371,25 @@ func originsOf(r *report.Report, origins []string, st [2]string) []string {
 		}
 	}
 	return out
+}
+
+// labBound says whether the lab limited some usable cell of g (its
+// goodput is then a lower bound of the proxy's).
+func labBound(r *report.Report, g *report.Group) bool {
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if c.GroupKey() == g.Key && c.Validity.Verdict != report.Invalid && c.LabBound() {
+			return true
+		}
+	}
+	return false
+}
+
+// fmtGoodput is a goodput, "≥ N" when the lab limited it.
+func fmtGoodput(v report.Num, lowerBound bool) string {
+	s := fmtNum(v, 0)
+	if lowerBound && v.Known() {
+		return "≥ " + s
+	}
+	return s
 }

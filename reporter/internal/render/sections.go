@@ -130,7 +130,7 @@ func summarySection(r *report.Report) Section {
 			gcCycles, gcP99 = "–", "–"
 		}
 		name := Cell{Text: cellName(c), Best: best[c.ID]}
-		t.Rows = append(t.Rows, []Cell{name, verdictCell(c.Validity.Verdict), txt(fmtNum(c.GoodputRPS, 0)), txt(fmtNum(c.RPS, 0)), txt(fmtLate(c)), txt(fmtMs(c.Latency.P50)),
+		t.Rows = append(t.Rows, []Cell{name, verdictCell(c.Validity.Verdict), txt(fmtGoodput(c.GoodputRPS, c.LabBound())), txt(fmtNum(c.RPS, 0)), txt(fmtLate(c)), txt(fmtMs(c.Latency.P50)),
 			Cell{Text: fmtMs(c.Latency.P99), Best: best[c.ID]}, txt(p99Exact(c)), txt(fmtPct(c.ErrorRatio)), txt(fmtPct(c.RateLimitedRatio)),
 			txt(fmtNum(c.ProxyRes.CPUMeanCores, 2)), txt(fmtMB(c.ProxyRes.MemPeakBytes)), txt(gcCycles), txt(gcP99), sloCell(c)})
 	}
@@ -138,6 +138,9 @@ func summarySection(r *report.Report) Section {
 		"Goodput counts the responses with a status the scenario expects, all req/s every response with a status, both completed inside the planned window, over its duration. " +
 		"Late = requests that completed after the planned end (drained, not counted in the rates; their latencies are in the percentiles), with their share of all completions: a large share means the proxy or the loadgen stalled. " +
 		"≈ columns are Prometheus histogram estimates; errors = transport errors + 5xx, over all attempts (the recording rules count the same); 4xx are counted by class and 429s apart."}
+	if n := bottleneckNote(r); n != "" {
+		t.Notes = append(t.Notes, n)
+	}
 	return Section{Title: "1. Summary", Tables: []Table{winnerTable(r), t}, Lead: 1, Figures: []string{FigLatency, FigRPS}}
 }
 
@@ -411,4 +414,29 @@ func ceilingTable(env report.Environment) (Table, bool) {
 			txt(c.Engine), txt(c.Source), txt(c.MeasuredAt.UTC().Format("2006-01-02 15:04:05"))})
 	}
 	return t, len(t.Rows) > 0
+}
+
+// bottleneckNote says who limited the closed-loop cells: the proxy (its
+// goodput is its capacity) or the lab (a lower bound, shown "≥ N").
+func bottleneckNote(r *report.Report) string {
+	var proxy, lab []string
+	for _, c := range sortedCells(r) {
+		switch c.Bottleneck.Who {
+		case report.BottleneckProxy:
+			proxy = append(proxy, cellName(c))
+		case report.BottleneckLab:
+			lab = append(lab, cellName(c)+" ("+c.Bottleneck.Reason+")")
+		}
+	}
+	if len(proxy)+len(lab) == 0 {
+		return ""
+	}
+	out := fmt.Sprintf("Who limited each closed-loop cell (its CPUs %.0f %% busy or more): ", 100*report.BusyShareSaturated)
+	if len(proxy) > 0 {
+		out += "the proxy, so the goodput is its capacity: " + strings.Join(proxy, ", ") + ". "
+	}
+	if len(lab) > 0 {
+		out += "The lab, so the goodput is a lower bound (≥) and wins nothing: " + strings.Join(lab, "; ") + "."
+	}
+	return out
 }

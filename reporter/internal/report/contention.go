@@ -29,6 +29,7 @@ type RoleContention struct {
 	PressureShare Num    `json:"pressure_share"`
 	PressureScope string `json:"pressure_scope,omitempty"`
 	StealShare    Num    `json:"steal_share"`              // steal / (w x n)
+	BusyShare     Num    `json:"busy_share"`               // busy / (w x n): every process's time on its CPUs
 	ThrottledPerS Num    `json:"throttled_per_second"`     // throttled time / w
 	ThreadsExited int    `json:"threads_exited,omitempty"` // their wait inside the window is not counted
 }
@@ -53,7 +54,7 @@ func ContentionOf(m *manifest.Contention) []RoleContention {
 			n = float64(len(cpus))
 		}
 		rc := RoleContention{Role: r.Role, Container: r.Container, Worker: r.Worker, Host: r.Host, CPUs: r.CPUs, PressureScope: r.PressureScope,
-			ForeignShare: per(r.ForeignSeconds, w*n), RunDelayPerS: per(r.RunDelaySeconds, w), StealShare: per(r.StealSeconds, w*n),
+			ForeignShare: per(r.ForeignSeconds, w*n), RunDelayPerS: per(r.RunDelaySeconds, w), StealShare: per(r.StealSeconds, w*n), BusyShare: per(r.BusySeconds, w*n),
 			PressureShare: NaN(), ThrottledPerS: NaN(), ThreadsExited: r.ThreadsExited}
 		if r.PressureScope == manifest.PressureCgroup {
 			rc.PressureShare = per(r.PressureSeconds, w)

@@ -166,6 +166,8 @@ type Cell struct {
 	// Contention is what the loadgen, the proxy and the origin each got of
 	// their CPUs (manifest); empty without a manifest.
 	Contention []RoleContention `json:"contention,omitempty"`
+	// Bottleneck names who limited a closed-loop cell (bottleneck.go).
+	Bottleneck Bottleneck `json:"bottleneck"`
 	// StealWorstSecond is the largest share of the host's CPUs the
 	// hypervisor stole over any second of the window (the manifest's);
 	// Disturbed (the manifest's Cell.Disturbance) says what of the host

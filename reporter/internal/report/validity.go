@@ -127,6 +127,7 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 			add(FlagNoServerSide, Invalid, "Prometheus holds no series for this window and the manifest has no counts for it")
 		}
 	}
+	judgeBottleneck(c)
 	judgeLoadgen(c, th, add)
 	judgeWorkers(c, th, add)
 	judgeCeiling(c, th, add)
@@ -327,12 +328,16 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 	// they were (the lag), the direct reading, which wins. On a small
 	// host a timer-driven loadgen at 1000 req/s waits about 10 % of its
 	// capacity in run queues with its lag p99 at 2-7 ms.
-	if !lg.LagP99Seconds.Known() {
+	// A proxy-bound closed loop measured the proxy's capacity: the
+	// loadgen's waits did not limit it.
+	if !lg.LagP99Seconds.Known() && c.Bottleneck.Who != BottleneckProxy {
 		share(lg.RunDelayShare, th.LoadgenRunDelayShare, Suspect,
 			"loadgen threads waited for a CPU %.1f %% of the window's capacity (run delay, > %s): its sends may be late")
 	}
-	share(lg.PressureShare, th.LoadgenPressureShare, Suspect,
-		"CPU pressure (PSI some, of the loadgen's cgroup or the whole host) %.1f %% of the window (> %s): tasks waited for a CPU")
+	if c.Bottleneck.Who != BottleneckProxy {
+		share(lg.PressureShare, th.LoadgenPressureShare, Suspect,
+			"CPU pressure (PSI some, of the loadgen's cgroup or the whole host) %.1f %% of the window (> %s): tasks waited for a CPU")
+	}
 	if lg.LagP99Seconds.Known() && float64(lg.LagP99Seconds) > th.OpenLoopLagP99 {
 		add(FlagLoadgenBound, Suspect, "open-loop send lag p99 %.3g ms (> %.3g ms): the loadgen's own timers or CPU delayed its sends",
 			1e3*float64(lg.LagP99Seconds), 1e3*th.OpenLoopLagP99)
