@@ -41,3 +41,31 @@ func TestBudgetKeepsTheRoundsThatFit(t *testing.T) {
 		}
 	}
 }
+
+// TestDuetControlEveryOtherBlock: a duet's A/A control is measured next to
+// its twin in rounds 1-2, 5-6, ...: its ABBA order kept, the pairs given
+// four fifths of the time.
+func TestDuetControlEveryOtherBlock(t *testing.T) {
+	t.Parallel()
+	p, err := Load(strings.Fields("-tier 5s -proxies traefik -origins fast -repeats 8 -duet-cpus 0.9"), now, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range x.Cells {
+		got = append(got, c.ID)
+	}
+	want := "traefik.fast.simple.5s.aa.r1 traefik.fast.simple.5s.r1 traefik.fast.simple.5s.candidate.r1 " +
+		"traefik.fast.simple.5s.candidate.r2 traefik.fast.simple.5s.r2 traefik.fast.simple.5s.aa.r2 " +
+		"traefik.fast.simple.5s.r3 traefik.fast.simple.5s.candidate.r3 traefik.fast.simple.5s.candidate.r4 traefik.fast.simple.5s.r4 " +
+		"traefik.fast.simple.5s.aa.r5 traefik.fast.simple.5s.r5 traefik.fast.simple.5s.candidate.r5 " +
+		"traefik.fast.simple.5s.candidate.r6 traefik.fast.simple.5s.r6 traefik.fast.simple.5s.aa.r6 " +
+		"traefik.fast.simple.5s.r7 traefik.fast.simple.5s.candidate.r7 traefik.fast.simple.5s.candidate.r8 traefik.fast.simple.5s.r8"
+	if strings.Join(got, " ") != want {
+		t.Errorf("duet order\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}

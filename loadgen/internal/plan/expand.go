@@ -51,7 +51,8 @@ type Expanded struct {
 // row, the plan's own arm and the treated one, in ABBA order (odd repeats
 // plan's arm first, even repeats the treated arm first) so that a linear
 // drift cancels. With 2+ repeats and Control, the first runnable group of
-// the first tier is measured once more in every round, as the A/A control
+// the first tier is measured once more in every round (in a duet, every
+// other block of two rounds: controlRound), as the A/A control
 // (cellid.ArmControl): the same cell, its copy right next to its twin, in
 // alternating order (ABBA), so it sees exactly the noise a pair sees.
 //
@@ -97,7 +98,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 			for _, proxy := range p.shuffled(rng, p.Proxies) {
 				for _, origin := range p.shuffled(rng, p.Origins) {
 					for si := range scs {
-						twin := control != nil && ti == 0 && control.Proxy == proxy && control.Origin == origin && control.si == si
+						twin := control != nil && ti == 0 && control.Proxy == proxy && control.Origin == origin && control.si == si && p.controlRound(r)
 						for _, arm := range p.arms(r, twin) {
 							x.Cells = append(x.Cells, cell(ti, proxy, origin, si, arm, r))
 						}
@@ -149,6 +150,14 @@ func (p *Plan) Treated() string {
 		return cellid.ArmUnobserved
 	}
 	return ""
+}
+
+// controlRound says whether round r measures the A/A control: every
+// round, except in a duet, whose pairs are its question: there every
+// other block of two rounds (1-2, 5-6, ...), which keeps the control's
+// ABBA order and leaves the pairs four fifths of the time.
+func (p *Plan) controlRound(r int) bool {
+	return p.Treated() != cellid.ArmCandidate || (r-1)%4 < 2
 }
 
 // arms are the arms of repeat r in the order they run: ABBA over
