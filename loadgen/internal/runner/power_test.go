@@ -59,6 +59,10 @@ func TestSequentialDuetOnRecordedPairs(t *testing.T) {
 			if len(pairs) < 10 || rec.SecondsPerPair <= 0 {
 				t.Fatalf("%d pairs, %g s a pair: too few to draw from", len(pairs), rec.SecondsPerPair)
 			}
+			// An A/A sample's mean log ratio is its own estimation error,
+			// not a change: centre every metric's pairs on zero, so that
+			// "no change" is none and the regression is exactly 10 %.
+			centre := centring(pairs)
 			budget := 10 * time.Minute
 			maxPairs := int(budget.Seconds() / rec.SecondsPerPair)
 			rng := rand.New(rand.NewPCG(7, 11))
@@ -78,7 +82,7 @@ func TestSequentialDuetOnRecordedPairs(t *testing.T) {
 					var cells []manifest.Cell
 					for n := 1; n <= maxPairs; n++ {
 						p := pairs[rng.IntN(len(pairs))]
-						cells = append(cells, renumber(p[0], n), worsen(renumber(p[1], n), tc.worse))
+						cells = append(cells, renumber(p[0], n), scale(renumber(p[1], n), centre.times(tc.worse)))
 						if n%2 != 0 {
 							continue
 						}
@@ -152,25 +156,51 @@ func renumber(c manifest.Cell, n int) manifest.Cell {
 	return c
 }
 
-// worsen makes c's gated metrics f times worse: its goodput (every count,
-// the CPU per request kept) f times lower, its latency and its CPU per
-// request f times higher.
-func worsen(c manifest.Cell, f float64) manifest.Cell {
-	if f == 1 {
-		return c
+// factors scale a cell's gated metrics: its goodput (every count), its
+// latency percentiles and its proxy CPU per request.
+type factors struct{ goodput, p50, p99, cpuPerRequest float64 }
+
+// times is fs with a regression of f on top: f times lower goodput, f
+// times higher latency and CPU per request.
+func (fs factors) times(f float64) factors {
+	return factors{fs.goodput / f, fs.p50 * f, fs.p99 * f, fs.cpuPerRequest * f}
+}
+
+// centring is the factors that bring the mean log ratio of every gated
+// metric over the undisturbed pairs to zero.
+func centring(pairs [][2]manifest.Cell) factors {
+	mean := func(name string) float64 {
+		sum, n := 0.0, 0
+		for _, p := range pairs {
+			if p[0].Disturbance() != "" || p[1].Disturbance() != "" {
+				continue
+			}
+			a, b := gatedValue(name, &p[0]), gatedValue(name, &p[1])
+			if a > 0 && b > 0 {
+				sum, n = sum+math.Log(b/a), n+1
+			}
+		}
+		if n == 0 {
+			return 1
+		}
+		return math.Exp(-sum / float64(n))
 	}
+	return factors{mean(decide.Goodput), mean(decide.P50), mean(decide.P99), mean(decide.CPUPerRequest)}
+}
+
+// scale is c with its gated metrics scaled by fs.
+func scale(c manifest.Cell, fs factors) manifest.Cell {
 	codes := make(map[string]int64, len(c.Codes))
 	for k, v := range c.Codes {
-		codes[k] = int64(math.Round(float64(v) / f))
+		codes[k] = int64(math.Round(float64(v) * fs.goodput))
 	}
 	c.Codes = codes
-	c.Requests = int64(math.Round(float64(c.Requests) / f))
-	c.Latency.P50 *= f
-	c.Latency.P99 *= f
+	c.Requests = int64(math.Round(float64(c.Requests) * fs.goodput))
+	c.Latency.P50 *= fs.p50
+	c.Latency.P99 *= fs.p99
 	if c.ProxyCPUSeconds != nil {
-		cpu := *c.ProxyCPUSeconds // the same CPU over 1/f as many requests
+		cpu := *c.ProxyCPUSeconds * fs.goodput * fs.cpuPerRequest // per request: times cpuPerRequest
 		c.ProxyCPUSeconds = &cpu
 	}
 	return c
 }
-
