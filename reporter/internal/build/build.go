@@ -5,20 +5,15 @@ package build
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"proxybench/internal/manifest"
-	"proxybench/internal/metricdefs"
-	"proxybench/internal/placement"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/promapi"
@@ -227,54 +222,6 @@ func isGo(proxy string) bool {
 	return err == nil && p.Go
 }
 
-func readManifest(dir string) (*manifest.Manifest, error) {
-	p := filepath.Join(dir, "manifest.json")
-	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	return manifest.Read(p)
-}
-
-// planSettings reads what the report takes from results/<run>/plan.json
-// or the manifest's plan: the SLO ({"slo": {"p99": "120ms",
-// "error_ratio": 0.01}}, nil when the plan has none) and the margin the
-// comparisons are decided at ({"margin": 0.05}, 0 when it has none).
-func planSettings(dir string, man *manifest.Manifest) (*report.SLO, float64, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "plan.json"))
-	src := filepath.Join(dir, "plan.json")
-	if errors.Is(err, os.ErrNotExist) {
-		if man == nil || len(man.Plan) == 0 {
-			return nil, 0, nil
-		}
-		raw, err, src = man.Plan, nil, "manifest plan"
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("read plan: %w", err)
-	}
-	var p struct {
-		SLO *struct {
-			P99        string  `json:"p99"`
-			ErrorRatio float64 `json:"error_ratio"`
-		} `json:"slo"`
-		Margin float64 `json:"margin"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, 0, fmt.Errorf("decode %s: %w", src, err)
-	}
-	if p.SLO == nil {
-		return nil, p.Margin, nil
-	}
-	s := report.SLO{ErrorRatio: p.SLO.ErrorRatio}
-	if p.SLO.P99 != "" {
-		d, err := time.ParseDuration(p.SLO.P99)
-		if err != nil {
-			return nil, p.Margin, fmt.Errorf("%s: slo.p99 %q: want a duration like 120ms", src, p.SLO.P99)
-		}
-		s.P99 = d
-	}
-	return &s, p.Margin, nil
-}
-
 // idList names up to 12 cells, then how many more.
 func idList(ids []string) string {
 	if len(ids) > 12 {
@@ -438,94 +385,6 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	if l.Count > 0 && !c.Latency.Mean.Known() {
 		c.Latency.Mean = report.Num(l.Mean)
 	}
-}
-
-func environment(ctx context.Context, cfg Config, r *report.Report, man *manifest.Manifest) report.Environment {
-	env := report.Environment{Host: map[string]string{}}
-	env.Placement, env.Isolation = placementEnv(man)
-	if man != nil {
-		env.Ceiling, env.OpenCeiling = man.Ceiling, man.OpenCeiling
-	}
-	// Every proxy's worker count (docs/parity.md): the placement's, or
-	// what the stack ran with before it had one.
-	workers := placement.NoneCPUs
-	if env.Placement != nil {
-		workers = env.Placement.Workers
-	}
-	seen := map[string]bool{}
-	var proxies []string
-	for _, c := range r.Cells {
-		if !seen[c.Proxy] {
-			seen[c.Proxy] = true
-			proxies = append(proxies, c.Proxy)
-		}
-	}
-	info := map[string]map[string]string{}
-	cpu := map[string]float64{}
-	mem := map[string]float64{}
-	if r.Sources.PrometheusOK && len(r.Cells) > 0 {
-		rng := promapi.Duration(r.End.Sub(r.Start) + time.Minute)
-		at := promapi.FormatTime(r.End.Add(collect.MarginAfter))
-		q := func(expr string) []promapi.Sample {
-			v, err := cfg.Prom.Query(ctx, expr, r.End.Add(collect.MarginAfter))
-			if err != nil {
-				cfg.Log.Warn("environment query failed", "query", expr, "err", err)
-			}
-			return v
-		}
-		for _, s := range q(fmt.Sprintf("last_over_time(%s[%s] @ %s)", metricdefs.ProxyInfo.Name, rng, at)) {
-			info[s.Labels["service"]] = s.Labels
-		}
-		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(%[3]s[%[1]s] @ %[2]s)) / max by (service) (last_over_time(%[4]s[%[1]s] @ %[2]s))", rng, at,
-			metricdefs.ContainerSpecCPUQuota.Name, metricdefs.ContainerSpecCPUPeriod.Name)) {
-			cpu[s.Labels["service"]] = s.Value
-		}
-		for _, s := range q(fmt.Sprintf("max by (service) (last_over_time(%s[%s] @ %s))", metricdefs.ContainerSpecMemoryLimit.Name, rng, at)) {
-			mem[s.Labels["service"]] = s.Value
-		}
-		env.Host["prometheus"] = r.Sources.PrometheusVersion
-	}
-	for _, p := range proxies {
-		pe := report.ProxyEnv{Proxy: p, CPULimitCores: report.NaN(), MemLimitBytes: report.NaN(), Workers: placement.WorkerSetting(p, workers)}
-		if l := info[p]; l != nil {
-			pe.Image, pe.Version = l["image"], l["version"]
-		}
-		// The loadgen asked the binary itself; the exporter has only the
-		// image's label (it cannot run anything in a container).
-		if v := manifestVersion(man, p); v != "" {
-			pe.Version = v
-		}
-		if v, ok := cpu[p]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
-			pe.CPULimitCores = report.Num(v)
-		}
-		if v, ok := mem[p]; ok && v > 0 && v < 1<<60 {
-			pe.MemLimitBytes = report.Num(v)
-		}
-		env.Proxies = append(env.Proxies, pe)
-	}
-	if man != nil {
-		h := man.Host
-		for k, v := range map[string]string{"hostname": h.Hostname, "os": h.OS, "kernel": h.Kernel, "cpu_model": h.CPUModel,
-			"loadgen": h.Loadgen, "docker": h.Docker} {
-			if v != "" {
-				env.Host[k] = v
-			}
-		}
-		if h.CPUs > 0 {
-			env.Host["cpus"] = fmt.Sprint(h.CPUs)
-		}
-		if h.MemBytes > 0 {
-			env.Host["memory"] = fmt.Sprintf("%.1f GiB", float64(h.MemBytes)/(1<<30))
-		}
-	}
-	return env
-}
-
-func manifestVersion(man *manifest.Manifest, proxy string) string {
-	if man == nil {
-		return ""
-	}
-	return man.Versions[proxy]
 }
 
 // cellCeiling is the instrument ceiling a cell's claim is held to: the
