@@ -53,13 +53,14 @@ DUET_PAIRS = $(if $(filter file,$(origin REPEATS)),100,$(REPEATS))
 # timing guarantee's least; every cell has counters of its own, and its
 # decisions use the loadgen's own record (docs/decisions.md).
 DUET_SETTLE ?= 1500ms
-# The duet's cells: 2 s windows unless TIER is given. On a 2-core VM the
+# The duet's cells: 4 s windows unless TIER is given. On a 2-core VM the
 # per-pair spread of Traefik's goodput was the same with 2 s and 5 s cells
-# (sd of the log ratio 0.21 both), so shorter cells give more pairs in
-# the budget (docs/decisions.md).
-DUET_TIER = $(if $(filter file,$(origin TIER)),2s,$(TIER))
+# (sd of the log ratio 0.21 both), so shorter cells give more pairs in the
+# budget; 4 s is the shortest window that holds the 3 scrapes a valid cell
+# needs (docs/decisions.md).
+DUET_TIER = $(if $(filter file,$(origin TIER)),4s,$(TIER))
 
-duet: ## interleaved A/B in one run until decided: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; pairs until every gated metric is decided at MARGIN or BUDGET ends; exits 4 when the candidate is worse by more than MARGIN (CPUS PROXIES ORIGINS MARGIN=0.05 BUDGET=10m REPEATS TIER=2s)
+duet: ## interleaved A/B in one run until decided: each cell as baseline, then as candidate with the proxy's CPU quota at CPUS cores; pairs until every gated metric is decided at MARGIN or BUDGET ends; exits 4 when the candidate is worse by more than MARGIN (CPUS PROXIES ORIGINS MARGIN=0.05 BUDGET=10m REPEATS TIER=4s)
 	@test -n "$(CPUS)" || { echo "make duet: set CPUS=<the candidate's CPU quota for the proxy, in cores>, e.g. CPUS=0.9 (a 10 % cut of 1 core; CPUS=1.0 is an A/A duet)"; exit 2; }
 	@scripts/arms.sh -duet-cpus '$(CPUS)' -tier '$(DUET_TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(DUET_PAIRS)' -margin '$(MARGIN)' -budget '$(BUDGET)' -settle '$(DUET_SETTLE)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
