@@ -114,16 +114,6 @@ func FromInterval(name string, better int, absolute bool, iv Interval, o Options
 	return r
 }
 
-// AllDecided says whether every result is decided.
-func AllDecided(rs []Result) bool {
-	for _, r := range rs {
-		if !r.Outcome.Decided() {
-			return false
-		}
-	}
-	return len(rs) > 0
-}
-
 // String is the answer in words, e.g. "worse by more than 5 %: +9.8 %
 // [+6.1 %, +13.6 %]".
 func (r Result) String() string {

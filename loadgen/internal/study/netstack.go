@@ -350,23 +350,8 @@ func netstack(ctx context.Context, e *Env) error {
 				_ = e.Add(studydata.Sample{Variant: m, Repeat: rep, Start: time.Now().UTC(), End: time.Now().UTC(), Error: "warm-up: " + err.Error()})
 				continue
 			}
-			// A sample the hypervisor stole a second of is taken again
-			// (retakeOnSteal): its latency would be the host's.
-			var cpu0, dp0 time.Duration
-			var rx0 int64
-			var dperr error
-			var start, end time.Time
-			var res *attack.Result
-			_, err := retakeOnSteal(ctx, e, fmt.Sprintf("%s r%d", m, rep), nil, sc.Warm, func() error {
-				cpu0, _ = nsProcCPU(s.Pid)
-				rx0, _ = nsRxPackets(s.Pid, "eth0")
-				dp0, dperr = nsProcCPU(dockerProxy)
-				start = time.Now().UTC()
-				var merr error
-				res, merr = Measure(ctx, Load{URL: s.URL, Rate: rate, Conns: nsMaxInFlight, Duration: sc.Dur})
-				end = time.Now().UTC()
-				return merr
-			})
+			ns, err := nsSample(ctx, e, fmt.Sprintf("%s r%d", m, rep), s.Pid, dockerProxy, sc.Warm, Load{URL: s.URL, Rate: rate, Conns: nsMaxInFlight, Duration: sc.Dur})
+			cpu0, rx0, dp0, dperr, start, end, res := ns.cpu0, ns.rx0, ns.dp0, ns.dperr, ns.start, ns.end, ns.res
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -764,42 +749,6 @@ func nsAllowed(pid int) (string, error) {
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on
 // every Linux ABI Go supports).
 const clockTick = 100
-
-// nsProcCPU is the CPU time of process pid and its children (an nginx
-// master and its workers).
-func nsProcCPU(pid int) (time.Duration, error) {
-	if pid <= 0 {
-		return 0, fmt.Errorf("no process (pid %d)", pid)
-	}
-	var ticks int64
-	for _, p := range append([]int{pid}, nsChildren(pid)...) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			return 0, err
-		}
-		f := nsStatFields(string(b))
-		if len(f) < 13 {
-			return 0, fmt.Errorf("/proc/%d/stat: %d fields", p, len(f))
-		}
-		u, err1 := strconv.ParseInt(f[11], 10, 64)
-		s, err2 := strconv.ParseInt(f[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", p, f[11], f[12])
-		}
-		ticks += u + s
-	}
-	return time.Duration(ticks) * time.Second / clockTick, nil
-}
-
-// nsRxPackets is the received packets of iface in pid's network namespace
-// (/proc/<pid>/net/dev); 0 when it has none.
-func nsRxPackets(pid int, iface string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseNetDevRx(string(b), iface)
-}
 
 // parseNetDevRx reads iface's received packets from /proc/net/dev text.
 func parseNetDevRx(text, iface string) (int64, error) {
