@@ -54,6 +54,9 @@ type Container struct {
 	// CpuPeriod), 0 for none. Empty in List.
 	Cpuset string
 	CPUs   float64
+	// Binds are its bind mounts: the host's source by the destination in
+	// the container. Empty in List.
+	Binds map[string]string
 	// Node is the Swarm node a task's container runs on (its hostname,
 	// else its node id); "" for a container that is not a Swarm task.
 	// NodeAddr is that node's address (what it published ports on), and
@@ -273,6 +276,14 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 				period = 100000 // the kernel's default CFS period, µs
 			}
 			ctr.CPUs = float64(h.CPUQuota) / float64(period)
+		}
+	}
+	for _, m := range r.Mounts {
+		if m.Type == "bind" {
+			if ctr.Binds == nil {
+				ctr.Binds = map[string]string{}
+			}
+			ctr.Binds[m.Destination] = m.Source
 		}
 	}
 	if id := ctr.Labels[LabelSwarmNode]; id != "" {

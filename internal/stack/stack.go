@@ -16,6 +16,7 @@ type Proxy struct {
 	HTTP3   bool   // it answers HTTP/3 on UDP TLSPort
 	Go      bool   // a Go program: gctrace is parsed for it
 	Metrics string // its own metrics endpoint, "" when none
+	Admin   []int  // other ports its config binds (an admin API)
 }
 
 // Origin is one upstream server sharing the origin contract.
@@ -30,7 +31,7 @@ var Proxies = []Proxy{
 	{Name: "nginx", Port: 8882, TLSPort: 9882, Metrics: "http://127.0.0.1:8982/stub_status"},
 	{Name: "haproxy", Port: 8885, TLSPort: 9885, Metrics: "http://127.0.0.1:8985/metrics"},
 	{Name: "traefik", Port: 8883, TLSPort: 9883, HTTP3: true, Go: true, Metrics: "http://127.0.0.1:8983/metrics"},
-	{Name: "caddy", Port: 8884, TLSPort: 9884, HTTP3: true, Go: true, Metrics: "http://127.0.0.1:8984/metrics"},
+	{Name: "caddy", Port: 8884, TLSPort: 9884, HTTP3: true, Go: true, Metrics: "http://127.0.0.1:8984/metrics", Admin: []int{2019}},
 	{Name: "custom", Port: 8881, TLSPort: 9881},
 }
 
@@ -103,3 +104,25 @@ const (
 // Swarm a global service, so its image is on every node (the loadgen
 // workers of `-launch swarm` run in it).
 const ExporterService = "exporter"
+
+// The duet's candidate (make duet CANDIDATE_IMAGE / CANDIDATE_CONFIG) runs
+// beside its proxy as a second container of the same limits, under the
+// compose service CandidateService(proxy), on the proxy's ports shifted by
+// CandidateShift (the loadgen moves them in the candidate's config).
+const CandidateShift = 10000
+
+// CandidateService is the compose service name of proxy's candidate.
+func CandidateService(proxy string) string { return proxy + "-candidate" }
+
+// Listeners are every TCP and UDP port the proxy's config binds: traffic,
+// TLS, its metrics or status endpoint, and any admin API.
+func (p Proxy) Listeners() []int {
+	out := []int{p.Port, p.TLSPort}
+	if m := p.Metrics; m != "" {
+		var port int
+		if _, err := fmt.Sscanf(m[strings.LastIndex(m, ":")+1:], "%d", &port); err == nil && port != p.Port {
+			out = append(out, port)
+		}
+	}
+	return append(out, p.Admin...)
+}

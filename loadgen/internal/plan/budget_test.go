@@ -31,7 +31,7 @@ func TestBudgetKeepsTheRoundsThatFit(t *testing.T) {
 		t.Fatalf("a budget under one pair still measures 2: %v, %+v", err, tiny)
 	}
 	for args, want := range map[string]string{
-		"-budget 1m -repeats 5":                 "budget 1m0s: a duet's time limit (with duet_cpus)",
+		"-budget 1m -repeats 5":                 "budget 1m0s: a duet's time limit (with duet_cpus, candidate_image or candidate_config)",
 		"-margin 0 -repeats 5 -duet-cpus 0.9":   "margin 0:",
 		"-margin 1.5 -repeats 5 -duet-cpus 0.9": "margin 1.5:",
 		"-budget -1s -repeats 5 -duet-cpus 0.9": "must not be negative",

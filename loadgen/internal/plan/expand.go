@@ -144,7 +144,7 @@ func (x *Expanded) roundsUpTo(r int) []Cell {
 // (""), or "" when the run has none.
 func (p *Plan) Treated() string {
 	switch {
-	case p.DuetCPUs > 0:
+	case p.Duet():
 		return cellid.ArmCandidate
 	case p.Observer:
 		return cellid.ArmUnobserved

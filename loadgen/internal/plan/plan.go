@@ -8,6 +8,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,34 +39,39 @@ type Plan struct {
 	Origins   []string `yaml:"origins" json:"origins"`     //
 	Scenarios []string `yaml:"scenarios" json:"scenarios"` // internal/scenario names and groups
 
-	Mode        string   `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages (load.DefaultMode)
-	Concurrency int      `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
-	Rate        float64  `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
-	Stages      []Stage  `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
-	MaxRate     float64  `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
-	Loadgens    int      `yaml:"loadgens" json:"loadgens"`             // loadgen workers running every cell as one instrument (package fleet); 1 = this process alone
-	Dist        string   `yaml:"dist" json:"dist,omitempty"`           // where the lab runs: local (the compose stack) or swarm (scripts/swarm.sh's stack; make bench reads it)
-	Launch      string   `yaml:"launch" json:"launch,omitempty"`       // where the loadgen workers run: local (processes of this loadgen) or swarm (Swarm services on the load nodes)
-	StageKind   string   `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
-	Repeats     int      `yaml:"repeats" json:"repeats"`               //
-	Order       string   `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
-	Seed        int64    `yaml:"seed" json:"seed,omitempty"`           // random order's seed; 0 = one derived from the run id
-	Control     bool     `yaml:"control" json:"control"`               // an A/A control in runs with 2+ repeats
-	DuetCPUs    float64  `yaml:"duet_cpus" json:"duet_cpus,omitempty"` // duet: the candidate arm's proxy CPU quota (cores); 0 = no duet
-	Margin      float64  `yaml:"margin" json:"margin"`                 // the relative change the run's comparisons are decided at (package decide)
-	Budget      Duration `yaml:"budget" json:"budget,omitempty"`       // duet: stop adding pairs when every gated metric is decided or this time is spent; 0 = run every repeat
-	Observer    bool     `yaml:"observer" json:"observer,omitempty"`   // observer study: every cell also with the observability stack paused
-	Isolate     bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
-	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
-	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
-	Settle      Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
-	Linger      Duration `yaml:"linger" json:"linger"`                 // at most this long: metrics kept up after the last cell until scraped
-	Timeout     Duration `yaml:"timeout" json:"timeout"`               // per request
-	Preflight   Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long
-	Results     string   `yaml:"results" json:"results"`               // results root
-	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
-	Project     string   `yaml:"project" json:"project"`               // compose project
-	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+	Mode        string  `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages (load.DefaultMode)
+	Concurrency int     `yaml:"concurrency" json:"concurrency"`       // closed: connections; open: max in flight
+	Rate        float64 `yaml:"rate" json:"rate"`                     // open loop requests/s; 0 = closed loop
+	Stages      []Stage `yaml:"stages" json:"stages,omitempty"`       // ramp, k6 style
+	MaxRate     float64 `yaml:"max_rate" json:"max_rate,omitempty"`   // the loadgen's cap on its send rate, requests/s (attack.Spec.MaxRate); 0 = none
+	Loadgens    int     `yaml:"loadgens" json:"loadgens"`             // loadgen workers running every cell as one instrument (package fleet); 1 = this process alone
+	Dist        string  `yaml:"dist" json:"dist,omitempty"`           // where the lab runs: local (the compose stack) or swarm (scripts/swarm.sh's stack; make bench reads it)
+	Launch      string  `yaml:"launch" json:"launch,omitempty"`       // where the loadgen workers run: local (processes of this loadgen) or swarm (Swarm services on the load nodes)
+	StageKind   string  `yaml:"stage_kind" json:"stage_kind"`         // rate|concurrency
+	Repeats     int     `yaml:"repeats" json:"repeats"`               //
+	Order       string  `yaml:"order" json:"order"`                   // interleaved|random: the proxies' order in each round of repeats
+	Seed        int64   `yaml:"seed" json:"seed,omitempty"`           // random order's seed; 0 = one derived from the run id
+	Control     bool    `yaml:"control" json:"control"`               // an A/A control in runs with 2+ repeats
+	DuetCPUs    float64 `yaml:"duet_cpus" json:"duet_cpus,omitempty"` // duet: the candidate arm's proxy CPU quota (cores); 0 = the proxy's own
+	// CandidateImage and CandidateConfig make a duet whose candidate is a
+	// second container of the proxy (runner/candidate.go): another image,
+	// and/or a config file (or directory) in place of the proxy's own.
+	CandidateImage  string   `yaml:"candidate_image" json:"candidate_image,omitempty"`
+	CandidateConfig string   `yaml:"candidate_config" json:"candidate_config,omitempty"`
+	Margin          float64  `yaml:"margin" json:"margin"`                 // the relative change the run's comparisons are decided at (package decide)
+	Budget          Duration `yaml:"budget" json:"budget,omitempty"`       // duet: stop adding pairs when every gated metric is decided or this time is spent; 0 = run every repeat
+	Observer        bool     `yaml:"observer" json:"observer,omitempty"`   // observer study: every cell also with the observability stack paused
+	Isolate         bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
+	Warmup          Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
+	Cooldown        Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
+	Settle          Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
+	Linger          Duration `yaml:"linger" json:"linger"`                 // at most this long: metrics kept up after the last cell until scraped
+	Timeout         Duration `yaml:"timeout" json:"timeout"`               // per request
+	Preflight       Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long
+	Results         string   `yaml:"results" json:"results"`               // results root
+	MetricsAddr     string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
+	Project         string   `yaml:"project" json:"project"`               // compose project
+	SLO             SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
 	// PrometheusTargets is the directory the loadgen workers' scrape
 	// targets are written to for Prometheus's file_sd while they run
 	// (stack.WorkerTargetsDir, mounted into the Prometheus container); ""
@@ -181,6 +187,13 @@ func (p *Plan) Finish(now time.Time) {
 	p.Placement.Mode = p.Placement.Name()
 }
 
+// Candidate says whether the duet's candidate is a container of its own
+// (another image or config), not the proxy's container with a new quota.
+func (p *Plan) Candidate() bool { return p.CandidateImage != "" || p.CandidateConfig != "" }
+
+// Duet says whether the run is a duet: a candidate arm beside every cell.
+func (p *Plan) Duet() bool { return p.DuetCPUs > 0 || p.Candidate() }
+
 // Validate checks every field and reports all problems at once, each naming
 // the field, the bad value and what to do.
 func (p *Plan) Validate() error {
@@ -258,16 +271,24 @@ func (p *Plan) Validate() error {
 	if p.DuetCPUs < 0 || math.IsNaN(p.DuetCPUs) || math.IsInf(p.DuetCPUs, 0) || (p.DuetCPUs > 0 && p.DuetCPUs < 0.01) {
 		bad("duet_cpus %g: the candidate's proxy CPU quota in cores, at least 0.01 (0 = no duet)", p.DuetCPUs)
 	}
-	if p.DuetCPUs > 0 && p.Observer {
-		bad("duet_cpus with observer: a run is either a duet or an observer study; run them apart")
+	if p.Duet() && p.Observer {
+		bad("a duet (duet_cpus, candidate_image, candidate_config) with observer: a run is either a duet or an observer study; run them apart")
+	}
+	if p.CandidateConfig != "" {
+		if _, err := os.Stat(p.CandidateConfig); err != nil {
+			bad("candidate_config %q: %v (a config file or directory for the candidate, written like the proxy's own in compose/<proxy>/)", p.CandidateConfig, err)
+		}
+	}
+	if p.Candidate() && p.Dist == DistSwarm {
+		bad("candidate_image or candidate_config with dist %s: the candidate container runs beside the compose stack only; use dist %s", DistSwarm, DistLocal)
 	}
 	if !(p.Margin > 0 && p.Margin < 1) {
 		bad("margin %g: the relative change the comparisons are decided at, between 0 and 1 (0.05 = 5 %%)", p.Margin)
 	}
-	if p.Budget < 0 || (p.Budget > 0 && p.DuetCPUs == 0) {
-		bad("budget %s: a duet's time limit (with duet_cpus), >= 0 (0 = every repeat)", time.Duration(p.Budget))
+	if p.Budget < 0 || (p.Budget > 0 && !p.Duet()) {
+		bad("budget %s: a duet's time limit (with duet_cpus, candidate_image or candidate_config), >= 0 (0 = every repeat)", time.Duration(p.Budget))
 	}
-	if (p.DuetCPUs > 0 || p.Observer) && p.Repeats < 2 {
+	if (p.Duet() || p.Observer) && p.Repeats < 2 {
 		bad("repeats %d with a duet or an observer study: pairs need 2 repeats at least (5 to see a change beyond the noise)", p.Repeats)
 	}
 	for _, d := range []struct {

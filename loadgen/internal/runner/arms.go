@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
@@ -18,8 +19,9 @@ type Quota interface {
 }
 
 // arms applies a cell's arm (cellid) before it runs and takes it back
-// after: the duet's candidate runs with the proxy's CPU quota set to the
-// plan's duet_cpus, the observer study's unobserved arm with every
+// after: the duet's candidate runs in its own container with the proxy
+// paused (candidate.go) and/or with the CPU quota set to the plan's
+// duet_cpus, the observer study's unobserved arm with every
 // observability container of the project (role infra: Prometheus, the
 // exporter, Grafana, the Docker filter) paused, so it costs no CPU at all
 // and the cell's numbers come from the loadgen alone. The plan's own arm
@@ -33,12 +35,23 @@ type arms struct {
 	undos []func(context.Context) error
 }
 
-// apply makes the stack what arm measures; undo takes it back.
-func (a *arms) apply(ctx context.Context, arm string, proxy *dockerx.Container) error {
+// apply makes the stack what arm measures; undo takes it back. cand is
+// the proxy's candidate container, nil when the candidate is the proxy's
+// own container with another quota.
+func (a *arms) apply(ctx context.Context, arm string, proxy, cand *dockerx.Container) error {
 	switch arm {
 	case "", cellid.ArmControl:
 		return nil
 	case cellid.ArmCandidate:
+		if cand != nil {
+			if err := a.swap(ctx, proxy, cand); err != nil {
+				return err
+			}
+			if a.cpus == 0 {
+				return nil
+			}
+			proxy = cand
+		}
 		return a.quota(ctx, proxy)
 	case cellid.ArmUnobserved:
 		return a.unobserve(ctx)
@@ -68,6 +81,27 @@ func (a *arms) quota(ctx context.Context, proxy *dockerx.Container) error {
 	})
 	return nil
 }
+
+// swap pauses the proxy and thaws its candidate container for a candidate
+// cell: one runs while the other is measured.
+func (a *arms) swap(ctx context.Context, proxy, cand *dockerx.Container) error {
+	if a.d == nil || proxy == nil {
+		return errors.New("the duet's candidate container needs Docker to pause the proxy while it runs")
+	}
+	if err := a.d.Unpause(ctx, cand.ID); err != nil && !isNotPaused(err) {
+		return fmt.Errorf("thaw the candidate %s: %w", cand.Name, err)
+	}
+	if err := a.d.Pause(ctx, proxy.ID); err != nil {
+		return errors.Join(fmt.Errorf("pause %s for its candidate: %w", proxy.Name, err), a.d.Pause(ctx, cand.ID))
+	}
+	a.undos = append(a.undos, func(ctx context.Context) error {
+		return errors.Join(a.d.Pause(ctx, cand.ID), a.d.Unpause(ctx, proxy.ID))
+	})
+	return nil
+}
+
+// isNotPaused tells the engine's refusal to unpause a running container.
+func isNotPaused(err error) bool { return err != nil && strings.Contains(err.Error(), "is not paused") }
 
 func (a *arms) unobserve(ctx context.Context) error {
 	if a.d == nil {

@@ -82,11 +82,11 @@ func TestArms(t *testing.T) {
 	ctx := context.Background()
 	px := &e.ctrs[0]
 	for _, arm := range []string{"", cellid.ArmControl} {
-		if err := a.apply(ctx, arm, px); err != nil || len(e.log) != 0 {
+		if err := a.apply(ctx, arm, px, nil); err != nil || len(e.log) != 0 {
 			t.Fatalf("arm %q changed the stack: %v %v", arm, err, e.log)
 		}
 	}
-	if err := a.apply(ctx, cellid.ArmCandidate, px); err != nil || e.nano["px"] != 7e8 {
+	if err := a.apply(ctx, cellid.ArmCandidate, px, nil); err != nil || e.nano["px"] != 7e8 {
 		t.Fatalf("candidate: %v, quota %d", err, e.nano["px"])
 	}
 	a.undo(ctx)
@@ -94,7 +94,7 @@ func TestArms(t *testing.T) {
 	if e.nano["px"] != 1e9 {
 		t.Fatalf("quota not back: %d", e.nano["px"])
 	}
-	if err := a.apply(ctx, cellid.ArmUnobserved, px); err != nil {
+	if err := a.apply(ctx, cellid.ArmUnobserved, px, nil); err != nil {
 		t.Fatal(err)
 	}
 	a.undo(ctx)
@@ -104,17 +104,17 @@ func TestArms(t *testing.T) {
 	}
 	// A pause refused half way: what was paused comes back on undo.
 	e.log, e.refuse = nil, "exp"
-	if err := a.apply(ctx, cellid.ArmUnobserved, px); err == nil {
+	if err := a.apply(ctx, cellid.ArmUnobserved, px, nil); err == nil {
 		t.Fatal("refused pause not reported")
 	}
 	a.undo(ctx)
 	if !slices.Equal(e.log, []string{"pause prom", "unpause prom"}) {
 		t.Errorf("after a refused pause: %v", e.log)
 	}
-	if err := (&arms{log: a.log}).apply(ctx, cellid.ArmCandidate, nil); err == nil {
+	if err := (&arms{log: a.log}).apply(ctx, cellid.ArmCandidate, nil, nil); err == nil {
 		t.Error("a duet without Docker must refuse its candidate")
 	}
-	if err := a.apply(ctx, "bogus", px); err == nil {
+	if err := a.apply(ctx, "bogus", px, nil); err == nil {
 		t.Error("unknown arm accepted")
 	}
 }

@@ -124,6 +124,9 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 		target = r.TLSTarget
 	}
 	base, err := target(c.Proxy)
+	if err == nil && r.candidateCell(c) {
+		base, err = shiftURL(base)
+	}
 	if err != nil {
 		return attack.Spec{}, err
 	}
@@ -206,6 +209,9 @@ func (r *Runner) proxyGone(ctx context.Context, ctr *dockerx.Container) string {
 // proxy that stopped answering fails the cell even without Docker.
 func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
 	base, err := r.Target(c.Proxy)
+	if err == nil && r.candidateCell(c) {
+		base, err = shiftURL(base)
+	}
 	if err != nil {
 		return ""
 	}

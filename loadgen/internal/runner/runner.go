@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/placement"
@@ -206,6 +207,11 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	}
 
 	r.proxies = map[string]*proxyState{}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		r.removeCandidates(rctx)
+	}()
 	r.arms = &arms{d: r.Docker, project: p.Project, cpus: p.DuetCPUs, log: r.Log}
 	defer func() {
 		// A treatment (a cut quota, a paused Prometheus) never outlives the
@@ -279,6 +285,8 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 type proxyState struct {
 	skipAll *manifest.Skip
 	ctr     *dockerx.Container
+	cand    *dockerx.Container // a duet's candidate container (candidate.go), nil when none
+	candErr *manifest.Skip     // why the candidate's cells cannot run
 	routes  map[string]routecheck.Result
 	tls     map[string]routecheck.Result // TLS preflight by protocol and version (tls.go)
 	dead    *manifest.Skip
@@ -301,7 +309,8 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 		r.proxies[proxy] = st
 		st.skipAll, st.ctr = r.prepareProxy(ctx, iso, proxy)
 		if st.skipAll == nil {
-			st.routes = r.preflight(ctx, proxy, r.cellsOf(proxy))
+			st.routes = r.preflight(ctx, proxy, r.cellsOf(proxy), r.Target, time.Duration(r.Plan.Preflight))
+			r.prepareCandidate(ctx, iso, proxy, st)
 		}
 	} else if st.skipAll == nil && st.dead == nil && r.Docker != nil && r.Plan.Isolate {
 		if err := iso.isolate(ctx, proxy); err != nil {
@@ -319,6 +328,8 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			skip = st.dead
 		case !st.routes[c.Origin].OK:
 			skip = &manifest.Skip{Kind: manifest.SkipPreflight, Reason: "preflight: " + st.routes[c.Origin].Reason}
+		case c.Arm == cellid.ArmCandidate && st.candErr != nil:
+			skip = st.candErr
 		default:
 			skip = r.tlsSkip(ctx, st, c)
 		}
@@ -333,7 +344,11 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			r.finish(n, mc)
 			continue
 		}
-		if err := r.arms.apply(ctx, c.Arm, st.ctr); err != nil {
+		ctr := st.ctr
+		if c.Arm == cellid.ArmCandidate && st.cand != nil {
+			ctr = st.cand
+		}
+		if err := r.arms.apply(ctx, c.Arm, st.ctr, st.cand); err != nil {
 			r.broken++
 			r.finish(n, r.skipped(c, &manifest.Skip{Kind: manifest.SkipArm, Reason: "not run: " + err.Error()}))
 			continue
@@ -344,7 +359,7 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 				return
 			}
 		}
-		mc, died := r.runCell(ctx, n, c, st.ctr)
+		mc, died := r.runCell(ctx, n, c, ctr)
 		r.arms.undo(ctx)
 		if mc.Status == manifest.CellFailed {
 			r.broken++
@@ -428,10 +443,11 @@ func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string)
 	return nil, &ctr
 }
 
-// preflight checks the routes the proxy's runnable cells use.
-func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell) map[string]routecheck.Result {
+// preflight checks the routes the proxy's runnable cells use at target,
+// retrying them up to wait.
+func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell, target routecheck.Target, wait time.Duration) map[string]routecheck.Result {
 	out := map[string]routecheck.Result{}
-	base, err := r.Target(proxy)
+	base, err := target(proxy)
 	var origins []string
 	seen := map[string]bool{}
 	for _, c := range cells {
@@ -447,7 +463,7 @@ func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell)
 		return out
 	}
 	timeout := min(time.Duration(r.Plan.Timeout), 5*time.Second)
-	for _, res := range routecheck.CheckProxy(ctx, routecheck.NewClient(), proxy, base, origins, timeout, time.Duration(r.Plan.Preflight)) {
+	for _, res := range routecheck.CheckProxy(ctx, routecheck.NewClient(), proxy, base, origins, timeout, wait) {
 		out[res.Origin] = res
 		if !res.OK {
 			r.Log.Warn("preflight: route broken, its cells are skipped", "reason", res.Reason)

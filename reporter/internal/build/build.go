@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
@@ -50,7 +51,8 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	r.Sources.Manifest = man != nil
 	r.SLO = cfg.SLO
-	slo, margin, err := planSettings(cfg.RunDir, man)
+	set, err := planSettings(cfg.RunDir, man)
+	slo, margin := set.SLO, set.Margin
 	if err != nil && !cfg.SLOFromFlag {
 		return nil, err
 	}
@@ -88,6 +90,13 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 		r.Sources.Discovery = "manifest"
 	}
 	windows, onlyManifest := mergeWindows(windows, man)
+	if set.Candidate {
+		for i := range windows {
+			if windows[i].Arm == cellid.ArmCandidate {
+				windows[i].Service = stack.CandidateService(windows[i].Proxy)
+			}
+		}
+	}
 	unknown := map[string]bool{}
 	if man == nil {
 		unknown = unknownOutcome(windows)
@@ -107,9 +116,9 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 		seen := map[string]bool{}
 		for _, w := range windows {
 			from, to = collect.MinTime(from, w.Start), collect.MaxTime(to, w.End)
-			if !seen[w.Proxy] {
-				seen[w.Proxy] = true
-				proxies = append(proxies, w.Proxy)
+			if !seen[w.Svc()] {
+				seen[w.Svc()] = true
+				proxies = append(proxies, w.Svc())
 			}
 		}
 		kinds, err := collect.Probe(ctx, cfg.Prom, from.Add(-collect.MarginBefore), to.Add(collect.MarginAfter))

@@ -112,9 +112,9 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		TargetRateRPS: report.Num(w.TargetRate), Failed: w.Failed, Codes: map[string]int64{}, ErrorReasons: map[string]int64{}}
 	q := &cellQuery{
 		sel: fmt.Sprintf(`{proxy=%s,origin=%s,scenario=%s}`, quote(w.Proxy), quote(w.Origin), quote(w.Scenario)),
-		svc: fmt.Sprintf(`{service=%s}`, quote(w.Proxy)),
+		svc: fmt.Sprintf(`{service=%s}`, quote(w.Svc())),
 		// cAdvisor may add per-CPU series beside the total; count the total once.
-		cpuSel:  fmt.Sprintf(`{service=%s,cpu=~"total|"}`, quote(w.Proxy)),
+		cpuSel:  fmt.Sprintf(`{service=%s,cpu=~"total|"}`, quote(w.Svc())),
 		lg:      `{job="loadgen"}`,
 		traffic: newSpan(w.Start.Add(-MarginBefore), w.TrafficEnd()),
 		exact:   newSpan(w.Start, w.End),

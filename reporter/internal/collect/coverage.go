@@ -301,7 +301,7 @@ func (s *Scrapes) Coverage(w Window) Coverage {
 			c.Interval = max(c.Interval, wl.Interval)
 		}
 	}
-	if ex := s.Exporter[w.Proxy]; len(ex.Times) > 0 {
+	if ex := s.Exporter[w.Svc()]; len(ex.Times) > 0 {
 		allowed := allowedGap(ExporterMaxLost, ex.Interval)
 		c.Exporter = ex.check("exporter", w.Start, w.End, allowed, w.End.Add(-allowed), allowed)
 		c.ExporterGap = !c.Exporter.OK() && ex.between(w.Start, w.End) > 0

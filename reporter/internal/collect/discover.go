@@ -33,6 +33,18 @@ type Window struct {
 	// instrument, their series labelled worker 0 .. Workers-1; 0 = the
 	// loadgen alone.
 	Workers int
+	// Service is the compose service of the container that served the
+	// cell: "" for the proxy's own (its name), stack.CandidateService for
+	// a duet's candidate container.
+	Service string
+}
+
+// Svc is the compose service whose container series are the cell's.
+func (w Window) Svc() string {
+	if w.Service != "" {
+		return w.Service
+	}
+	return w.Proxy
 }
 
 // TrafficEnd is where counting the loadgen's traffic counters ends: after
