@@ -38,7 +38,14 @@ type flagCell struct {
 	RPS       *float64         `json:"rps"`
 	Goodput   *float64         `json:"goodput_rps"`
 	Late      int64            `json:"late"`
-	ProxyRes  struct {
+	// LateErrors are the late completions that failed (timeouts among
+	// them); SLO the cell's SLO checks.
+	LateErrors int64 `json:"late_errors"`
+	SLO        []struct {
+		Name  string   `json:"name"`
+		Value *float64 `json:"value"`
+	} `json:"slo"`
+	ProxyRes struct {
 		CPUMean *float64 `json:"cpu_mean_cores"`
 	} `json:"proxy_resources"`
 	Validity validity `json:"validity"`
@@ -322,15 +329,17 @@ http {
     keepalive_requests 1000000;
     upstream fast { server 127.0.0.1:9104; keepalive 64; }
     upstream go { server 127.0.0.1:9103; keepalive 64; }
+    proxy_read_timeout 60s;
     # Faults spare a connection's first request: preflight sends one GET
     # per route on a fresh connection, and must see a healthy route.
     map $connection_requests $pb_warm { 1 0; default 1; }
     map $pb_warm $pb_up { 1 go; default fast; }
-    map "$pb_warm$pb_split" $pb_fault { 1a 404; 1b 502; 1c rare404; default ""; }
+    map "$pb_warm$pb_split" $pb_fault { 1a 404; 1b 502; 1c rare404; 1h hang; default ""; }
     split_clients "${request_id}" $pb_split {
         30%   a;
         5%    b;
         0.05% c;
+        1%    h;
         *     "";
     }
     server {

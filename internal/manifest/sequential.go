@@ -20,13 +20,14 @@ type Sequential struct {
 	MaxPair int     `json:"max_pairs"`
 	Looks   []Look  `json:"looks"`
 	// Stopped says why no more pairs were measured: StopDecided,
-	// StopBudget or StopPairs; "" while the run goes on.
+	// StopWorse, StopBudget or StopPairs; "" while the run goes on.
 	Stopped string `json:"stopped,omitempty"`
 }
 
 // Why a sequential duet stopped.
 const (
 	StopDecided = "decided"   // every gated metric of every cell key was decided
+	StopWorse   = "worse"     // a gated metric was decided worse: the gate's answer cannot change
 	StopBudget  = "budget"    // another block of pairs would not fit the budget
 	StopPairs   = "max_pairs" // the plan's most pairs were measured
 )

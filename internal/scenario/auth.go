@@ -27,13 +27,17 @@ var auth = Scenario{
 	Rank:  20,
 	NA: map[string]string{"traefik": "no native API-key check: Traefik has basicAuth and forwardAuth " +
 		"(an external auth service) only; a header check needs a plugin the official image lacks"},
-	Method:   http.MethodGet,
-	Path:     func(o string, _ Settings) string { return "/auth/" + o + "/" },
-	Variants: authVariants,
-	Expected: []string{"2xx", "401"}, // 401 only for the invalid-key variants (checked per variant as auth_wrong)
-	Account:  authAccount,
-	Report:   authTable,
+	Method:    http.MethodGet,
+	Path:      func(o string, _ Settings) string { return "/auth/" + o + "/" },
+	Variants:  authVariants,
+	Expected:  []string{"2xx", "401"}, // 401 only for the invalid-key variants (checked per variant as auth_wrong)
+	Account:   authAccount,
+	Report:    authTable,
+	Wrong:     authWrong,
+	WrongWhat: "a 401 to a valid key or a 2xx to an invalid one",
 }
+
+var authExpected = []string{"2xx", "401"}
 
 func init() { register(&auth) }
 
@@ -76,6 +80,25 @@ func authAccount(sh Shape, n Counts) *manifest.ScenarioData {
 	}
 	d.AuthWrong = &wrong
 	return &d
+}
+
+// authWrong counts the expected statuses that answered the wrong key: a
+// 401 to a valid key, a 2xx to a missing or wrong one. (A 5xx or another
+// status is no goodput anyway, and judged by errors or unexpected_status.)
+func authWrong(d *manifest.ScenarioData, _ float64) int64 {
+	if d == nil {
+		return 0
+	}
+	var n int64
+	for _, v := range d.Variants {
+		for code, k := range v.Codes {
+			c, err := strconv.Atoi(code)
+			if err == nil && Matches(code, authExpected) && !answers(v.Want, c) {
+				n += k
+			}
+		}
+	}
+	return n
 }
 
 // answers says whether a status code is the one a variant must get: any

@@ -37,12 +37,28 @@ var ratelimit = Scenario{
 	Header:   http.Header{APIKeyHeader: {RateLimitKey}},
 	OpenRate: func(set Settings) float64 { return set.RateLimitOffered },
 	Limit:    RateLimitRPS, Burst: RateLimitBurst,
-	Expected: []string{"2xx", "429"}, // 429 only over the limit (checked as the precision of the limit)
-	Account:  rateLimitAccount,
-	Report:   rateLimitTable,
+	Expected:  []string{"2xx", "429"}, // 429 only over the limit (checked as the precision of the limit)
+	Account:   rateLimitAccount,
+	Report:    rateLimitTable,
+	Wrong:     rateLimitWrong,
+	WrongWhat: "a 429 to a request under the limit",
 }
 
 func init() { register(&ratelimit) }
+
+// rateLimitWrong counts the 429s given to requests under the limit: a
+// limiter at the limit (less PrecisionTolerance) lets limit × window +
+// burst through, or every request when fewer were offered; a 2xx short of
+// that with a 429 in its place was refused wrongly. An exact limiter, and
+// one too loose, have none.
+func rateLimitWrong(d *manifest.ScenarioData, windowS float64) int64 {
+	if d == nil || d.LimitRPS <= 0 || windowS <= 0 {
+		return 0
+	}
+	due := min(d.OfferedRPS*windowS, d.LimitRPS*(1-PrecisionTolerance)*windowS+d.LimitBurst)
+	short := due - d.AcceptedRPS*windowS
+	return int64(math.Max(0, math.Round(min(short, d.LimitedRPS*windowS))))
+}
 
 // rateLimitAccount is what the limiter let through against the limit:
 // precision (2xx - burst) / window / limit is 1 when exact.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"proxybench/internal/manifest"
 )
 
 // All is "all": the group of every scenario.
@@ -117,4 +119,22 @@ func ExpandGroups(names []string) []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// WrongAnswers is the scenario called name's count of expected statuses
+// that answered the wrong request (Scenario.Wrong); 0 when it has none.
+func WrongAnswers(name string, d *manifest.ScenarioData, windowS float64) int64 {
+	s := Get(name)
+	if s == nil || s.Wrong == nil || d == nil {
+		return 0
+	}
+	return s.Wrong(d, windowS)
+}
+
+// WrongWhat names the scenario called name's wrong answers.
+func WrongWhat(name string) string {
+	if s := Get(name); s != nil {
+		return s.WrongWhat
+	}
+	return ""
 }

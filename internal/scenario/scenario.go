@@ -75,6 +75,14 @@ type Scenario struct {
 	// Expected lists the statuses the scenario's responses may carry
 	// (Matches); nil expects 2xx.
 	Expected []string
+	// Wrong counts the responses whose status the scenario expects in
+	// general but which answered a request that deserved another (a 401
+	// to a valid key, a 429 under the limit), from the cell's account and
+	// its window in seconds: they are no goodput and are unexpected. nil:
+	// every expected status is right for every request.
+	Wrong func(d *manifest.ScenarioData, windowS float64) int64
+	// WrongWhat names them in a flag's reason.
+	WrongWhat string
 	// Account derives the scenario's part of the cell's ScenarioData from
 	// the window's counts; nil (or a nil result): the cell has none.
 	Account func(sh Shape, n Counts) *manifest.ScenarioData

@@ -54,9 +54,10 @@ func (s *sequential) due(cells []plan.Cell, i int) bool {
 func (s *sequential) look(done []manifest.Cell, pairs int, now time.Time) string {
 	results := s.decide(done)
 	s.rec.Looks = append(s.rec.Looks, manifest.Look{Pairs: pairs, At: now, Results: results})
-	all := len(results) > 0
+	all, worse := len(results) > 0, false
 	for _, r := range results {
 		all = all && r.Outcome.Decided()
+		worse = worse || r.Outcome == decide.Worse
 		res := "n/a"
 		if r.Resolution != nil {
 			res = pct(*r.Resolution)
@@ -67,6 +68,11 @@ func (s *sequential) look(done []manifest.Cell, pairs int, now time.Time) string
 	switch {
 	case all:
 		s.rec.Stopped = manifest.StopDecided
+	case worse:
+		// The gate fails on any gated metric worse by more than the
+		// margin; an anytime-valid interval stays valid when it stops
+		// here, so more pairs would not change the answer.
+		s.rec.Stopped = manifest.StopWorse
 	case pairs >= s.rec.MaxPair:
 		s.rec.Stopped = manifest.StopPairs
 	case elapsed+2*elapsed/time.Duration(max(pairs, 1)) > s.budget:

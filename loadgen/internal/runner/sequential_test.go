@@ -3,6 +3,7 @@ package runner
 import (
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -97,5 +98,45 @@ func TestSequentialLooksAfterABBABlocks(t *testing.T) {
 	var none *sequential
 	if none.due(cells, 4) {
 		t.Error("a run without a budget looked")
+	}
+}
+
+// TestSequentialStopsWhenWorse: at a fixed rate three metrics decide;
+// the candidate's CPU per request is 50 % higher (decided worse within a
+// few blocks) while its p99 is too noisy to resolve in any budget. The
+// gate's answer is fixed once one metric is worse, so the duet stops
+// there, not at the budget, and the unresolved p99 stays as it stood.
+func TestSequentialStopsWhenWorse(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var cells []manifest.Cell
+	cell := func(arm string, r int, cpuPerReq float64) manifest.Cell {
+		cpu := cpuPerReq * 10000 * (1 + 0.02*rng.NormFloat64())
+		lat := manifest.Latency{Count: 10000, P50: 0.0002 * (1 + 0.01*rng.NormFloat64()), P99: 0.005 * math.Exp(rng.NormFloat64())}
+		return manifest.Cell{Key: cellid.NewArm("nginx", "fast", "simple", "quick", arm, r), Mode: "open", Rate: 2000, DurationS: 5,
+			Status: manifest.CellOK, Codes: map[string]int64{"200": 10000}, Expected: []string{"2xx"}, Requests: 10000, ProxyCPUSeconds: &cpu, Latency: lat}
+	}
+	for r := 1; r <= 60; r++ {
+		cells = append(cells, cell("", r, 40e-6), cell(cellid.ArmCandidate, r, 60e-6))
+	}
+	s := newTestSequential(time.Hour, 60)
+	stopped := 0
+	for pairs := 2; pairs <= 60; pairs += 2 {
+		if why := s.look(cells[:2*pairs], pairs, time.Unix(int64(10*pairs), 0)); why != "" {
+			stopped = pairs
+			break
+		}
+	}
+	if s.rec.Stopped != manifest.StopWorse || stopped > 12 {
+		t.Fatalf("stopped %q after %d pairs", s.rec.Stopped, stopped)
+	}
+	for _, r := range s.rec.Looks[len(s.rec.Looks)-1].Results {
+		want := decide.Unresolved
+		if r.Metric == decide.CPUPerRequest {
+			want = decide.Worse
+		}
+		if r.Metric != decide.P50 && r.Outcome != want {
+			t.Errorf("%s: %s, want %s", r.Metric, r.Outcome, want)
+		}
 	}
 }

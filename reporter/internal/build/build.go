@@ -15,6 +15,7 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/promapi"
@@ -53,6 +54,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	r.SLO = cfg.SLO
 	set, err := planSettings(cfg.RunDir, man)
 	slo, margin := set.SLO, set.Margin
+	r.RequestTimeoutS = set.Timeout.Seconds()
 	if err != nil && !cfg.SLOFromFlag {
 		return nil, err
 	}
@@ -331,6 +333,7 @@ func emptyCell(w collect.Window) report.Cell {
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	c.ScenarioData = mc.ScenarioData
+	c.WrongAnswers = scenario.WrongAnswers(c.Scenario, mc.ScenarioData, mc.End.Sub(mc.Start).Seconds())
 	c.Protocol, c.TLS = mc.Protocol, mc.TLS
 	l := mc.Latency
 	if l.Count > 0 {
@@ -374,8 +377,8 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 			collect.SplitLate(c.Codes, mc.LateCodes)
 			collect.SplitLate(c.ErrorReasons, mc.LateReasons)
 			takeLate()
-			report.Classify(c)
 		}
+		report.Classify(c)
 		return
 	}
 	if mc.Late > 0 {

@@ -14,9 +14,10 @@ import (
 
 // settings is what the report takes from the run's plan.
 type settings struct {
-	SLO       *report.SLO // {"slo": {"p99": "120ms", "error_ratio": 0.01}}, nil when the plan has none
-	Margin    float64     // the comparisons' margin ({"margin": 0.05}), 0 when it has none
-	Candidate bool        // a duet's candidate ran in a container of its own (candidate_image, candidate_config)
+	SLO       *report.SLO   // {"slo": {"p99": "120ms", "error_ratio": 0.01}}, nil when the plan has none
+	Margin    float64       // the comparisons' margin ({"margin": 0.05}), 0 when it has none
+	Candidate bool          // a duet's candidate ran in a container of its own (candidate_image, candidate_config)
+	Timeout   time.Duration // the per-request timeout ({"timeout": "10s"}), 0 when it has none
 }
 
 // planSettings reads the settings from results/<run>/plan.json or the
@@ -41,11 +42,17 @@ func planSettings(dir string, man *manifest.Manifest) (settings, error) {
 		Margin          float64 `json:"margin"`
 		CandidateImage  string  `json:"candidate_image"`
 		CandidateConfig string  `json:"candidate_config"`
+		Timeout         string  `json:"timeout"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return settings{}, fmt.Errorf("decode %s: %w", src, err)
 	}
 	out := settings{Margin: p.Margin, Candidate: p.CandidateImage != "" || p.CandidateConfig != ""}
+	if p.Timeout != "" {
+		if out.Timeout, err = time.ParseDuration(p.Timeout); err != nil {
+			return out, fmt.Errorf("%s: timeout %q: want a duration like 10s", src, p.Timeout)
+		}
+	}
 	if p.SLO == nil {
 		return out, nil
 	}

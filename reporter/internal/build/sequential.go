@@ -18,6 +18,7 @@ func sequentialNote(m *manifest.Manifest) string {
 	last := s.Looks[len(s.Looks)-1]
 	why := map[string]string{
 		manifest.StopDecided: "every gated metric was decided",
+		manifest.StopWorse:   "a gated metric was decided worse, so the gate's answer could not change (the others as they stood)",
 		manifest.StopBudget:  "another block of pairs would not have fitted the budget",
 		manifest.StopPairs:   "the plan's most pairs were measured",
 	}[s.Stopped]

@@ -10,8 +10,8 @@ import (
 
 // unlike lists what runs a and b measured differently: a cell key's load
 // (concurrency, offered rate, window length), the placement (mode, role
-// CPUs, proxy quota and workers), the host's CPUs and the proxies' CPU
-// limits. Empty when they measured alike.
+// CPUs, proxy quota and workers), the host's CPUs, the proxies' CPU
+// limits and the per-request timeout. Empty when they measured alike.
 func unlike(a, b *report.Report) []string {
 	var out []string
 	diff := func(what, x, y string) {
@@ -22,6 +22,7 @@ func unlike(a, b *report.Report) []string {
 	diff("host CPUs", orDash(a.Environment.Host["cpus"]), orDash(b.Environment.Host["cpus"]))
 	diff("placement", placement(a.Environment.Placement), placement(b.Environment.Placement))
 	diff("proxy CPU limits", limits(a), limits(b))
+	diff("request timeout", timeout(a), timeout(b))
 	la, lb := loads(a), loads(b)
 	var keys []string
 	for k := range la {
@@ -76,6 +77,13 @@ func limits(r *report.Report) string {
 	}
 	sort.Strings(parts)
 	return orDash(strings.Join(parts, ", "))
+}
+
+func timeout(r *report.Report) string {
+	if r.RequestTimeoutS <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%g s", r.RequestTimeoutS)
 }
 
 func orDash(s string) string {

@@ -273,7 +273,7 @@ func mean(xs []float64) float64 {
 func validitySection(r *report.Report) Section {
 	sec := Section{Title: "5. Validity"}
 	th, pct := r.Thresholds, report.Pct
-	sec.Text = append(sec.Text, fmt.Sprintf("Checks: loadgen-bound (invalid) when the loadgen's CPU mean ≥ %s or its 1-s peak ≥ %s of its capacity, its cgroup was throttled in > %s of periods, the open loop achieved < %s of the offered rate or missed > %s of its sends; "+
+	sec.Text = append(sec.Text, fmt.Sprintf("Checks: loadgen-bound (invalid) when the loadgen's CPU mean ≥ %s or its 1-s peak ≥ %s of its capacity, its cgroup was throttled in > %s of periods, the open loop sent < %s of the requests it scheduled or missed > %s of its sends; "+
 		"loadgen-bound (suspect) when its run delay > %s of capacity, CPU pressure > %s or the open-loop send lag p99 > %s ms; "+
 		"SUT saturated (suspect) when > %s of open-loop sends waited for max in flight; error ratio > %s; statuses the scenario does not expect (5xx apart) > %s of responses (unexpected status); "+
 		"one unexpected status ≥ %s of responses or a wrong X-Origin (misrouted); fewer than %d attempts or %d scrapes; in-window rate × mean latency vs measured in-flight beyond %s (Little's law); missing series; "+

@@ -37,6 +37,7 @@ var GroupMetrics = []GroupMetric{
 	latency("p99_seconds", func(l *Latency) Num { return l.P99 }, func(e *Exact) Num { return e.P99 }),
 	latency("p99_9_seconds", func(l *Latency) Num { return l.P999 }, func(e *Exact) Num { return e.P999 }),
 	{Name: "error_ratio", Better: -1, Get: func(c *Cell) Num { return c.ErrorRatio }},
+	{Name: "late_error_ratio", Better: -1, Get: func(c *Cell) Num { return c.LateErrorRatio }},
 	{Name: "proxy_cpu_cores", Better: -1, Get: func(c *Cell) Num { return c.ProxyRes.CPUMeanCores }},
 	{Name: "proxy_mem_peak_bytes", Better: -1, Get: func(c *Cell) Num { return c.ProxyRes.MemPeakBytes }},
 	{Name: "goodput_rps", Better: +1, Get: func(c *Cell) Num { return c.GoodputRPS }},
@@ -45,7 +46,7 @@ var GroupMetrics = []GroupMetric{
 
 // CompareMetrics are the metrics diff compares by default and the report
 // compares between arms, in the order they are shown.
-var CompareMetrics = []string{"goodput_rps", "rps", "p50_seconds", "p99_seconds", "error_ratio", "proxy_cpu_cores", decide.CPUPerRequest}
+var CompareMetrics = []string{"goodput_rps", "rps", "p50_seconds", "p99_seconds", "error_ratio", "late_error_ratio", "proxy_cpu_cores", decide.CPUPerRequest}
 
 // Metric finds a GroupMetric by name.
 func Metric(name string) (GroupMetric, bool) {
@@ -58,8 +59,8 @@ func Metric(name string) (GroupMetric, bool) {
 }
 
 // Absolute says whether a metric changes in absolute terms (the error
-// ratio: percentage points, it is often 0) rather than relative ones.
-func Absolute(metric string) bool { return metric == "error_ratio" }
+// ratios: percentage points, they are often 0) rather than relative ones.
+func Absolute(metric string) bool { return metric == "error_ratio" || metric == "late_error_ratio" }
 
 // pick prefers the exact manifest value when there is one.
 func pick(prom Num, e *Exact, f func(*Exact) Num) Num {

@@ -52,20 +52,23 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 
 // Report is report.json.
 type Report struct {
-	Schema      string      `json:"schema"`
-	Run         string      `json:"run"`
-	Generated   time.Time   `json:"generated"`
-	Sources     Sources     `json:"sources"`
-	Start       time.Time   `json:"start"`
-	End         time.Time   `json:"end"`
-	Thresholds  Thresholds  `json:"thresholds"`
-	SLO         SLO         `json:"slo"`
-	Summary     Summary     `json:"summary"`
-	Cells       []Cell      `json:"cells"`
-	Groups      []Group     `json:"groups"`
-	Environment Environment `json:"environment"`
-	NotRun      []NotRun    `json:"not_run,omitempty"`
-	Notes       []string    `json:"notes,omitempty"`
+	Schema     string     `json:"schema"`
+	Run        string     `json:"run"`
+	Generated  time.Time  `json:"generated"`
+	Sources    Sources    `json:"sources"`
+	Start      time.Time  `json:"start"`
+	End        time.Time  `json:"end"`
+	Thresholds Thresholds `json:"thresholds"`
+	SLO        SLO        `json:"slo"`
+	// RequestTimeoutS is the plan's per-request timeout, seconds; 0 when
+	// the plan does not say.
+	RequestTimeoutS float64     `json:"request_timeout_s,omitempty"`
+	Summary         Summary     `json:"summary"`
+	Cells           []Cell      `json:"cells"`
+	Groups          []Group     `json:"groups"`
+	Environment     Environment `json:"environment"`
+	NotRun          []NotRun    `json:"not_run,omitempty"`
+	Notes           []string    `json:"notes,omitempty"`
 	// Support is the proxy x scenario matrix of the run (scenario.go).
 	Support []Support `json:"support,omitempty"`
 	// NoiseFloor is what the run's own repeats and A/A control say about
@@ -130,25 +133,29 @@ type Cell struct {
 
 	// Counts over the planned window: completions after its end are late
 	// and counted apart (Late*), never here.
-	Requests         int64            `json:"requests"`         // in-window responses with an HTTP status
-	TransportErrors  int64            `json:"transport_errors"` // in-window attempts without a status
-	Codes            map[string]int64 `json:"codes"`
-	ErrorReasons     map[string]int64 `json:"error_reasons"`
-	Classes          Classes          `json:"classes"`
-	Expected         []string         `json:"expected_statuses"`   // scenario.Expected(Scenario)
-	Unexpected       int64            `json:"unexpected_statuses"` // in-window responses outside Expected
-	RPS              Num              `json:"rps"`                 // in-window responses with a status / duration
-	GoodputRPS       Num              `json:"goodput_rps"`         // in-window responses with an expected status / duration: the headline
-	OKRPS            Num              `json:"ok_rps"`              // 2xx / duration
-	ErrorRatio       Num              `json:"error_ratio"`         // (transport + 5xx) / attempts, as the recording rules
-	RateLimitedRatio Num              `json:"rate_limited_ratio"`  // 429 / attempts
-	WrongOrigin      int64            `json:"wrong_origin"`
-	Scheduled        int64            `json:"open_loop_scheduled"`
-	Sent             int64            `json:"open_loop_sent"`
-	Missed           Num              `json:"open_loop_missed"` // due inside the window, never sent; null when not published (closed loop)
-	Capped           Num              `json:"open_loop_capped"` // sends that waited for a free max-in-flight slot; null when not published
-	InFlightMean     Num              `json:"in_flight_mean"`
-	Scrapes          int              `json:"scrapes"`
+	Requests        int64            `json:"requests"`         // in-window responses with an HTTP status
+	TransportErrors int64            `json:"transport_errors"` // in-window attempts without a status
+	Codes           map[string]int64 `json:"codes"`
+	ErrorReasons    map[string]int64 `json:"error_reasons"`
+	Classes         Classes          `json:"classes"`
+	Expected        []string         `json:"expected_statuses"`   // scenario.Expected(Scenario)
+	Unexpected      int64            `json:"unexpected_statuses"` // in-window responses outside Expected, and WrongAnswers
+	// WrongAnswers are in-window responses with an expected status that
+	// answered the wrong request (scenario.WrongAnswers: a 401 to a valid
+	// key, a 429 under the limit); no goodput.
+	WrongAnswers     int64 `json:"wrong_answers,omitempty"`
+	RPS              Num   `json:"rps"`                // in-window responses with a status / duration
+	GoodputRPS       Num   `json:"goodput_rps"`        // in-window responses with an expected status / duration: the headline
+	OKRPS            Num   `json:"ok_rps"`             // 2xx / duration
+	ErrorRatio       Num   `json:"error_ratio"`        // (transport + 5xx) / attempts, as the recording rules
+	RateLimitedRatio Num   `json:"rate_limited_ratio"` // 429 / attempts
+	WrongOrigin      int64 `json:"wrong_origin"`
+	Scheduled        int64 `json:"open_loop_scheduled"`
+	Sent             int64 `json:"open_loop_sent"`
+	Missed           Num   `json:"open_loop_missed"` // due inside the window, never sent; null when not published (closed loop)
+	Capped           Num   `json:"open_loop_capped"` // sends that waited for a free max-in-flight slot; null when not published
+	InFlightMean     Num   `json:"in_flight_mean"`
+	Scrapes          int   `json:"scrapes"`
 
 	// Late completions: after the planned end, before DrainEnd. LateSource
 	// says where they were read (LateFromPrometheus, LateFromManifest; "" =
@@ -158,7 +165,14 @@ type Cell struct {
 	LateCodes   map[string]int64 `json:"late_codes,omitempty"`
 	LateReasons map[string]int64 `json:"late_reasons,omitempty"`
 	LateSource  string           `json:"late_source,omitempty"`
-	DrainEnd    *time.Time       `json:"drain_end,omitempty"`
+	// LateErrors are the late completions that failed: transport errors
+	// (a timeout of a request never answered in the window is one), 5xx
+	// and non-HTTP statuses. LateErrorRatio is their share of every
+	// attempt, in the window and late; the in-window error ratio and the
+	// latency percentiles never see them.
+	LateErrors     int64      `json:"late_errors"`
+	LateErrorRatio Num        `json:"late_error_ratio"`
+	DrainEnd       *time.Time `json:"drain_end,omitempty"`
 
 	Latency    Latency    `json:"latency"`
 	ProxyRes   Resources  `json:"proxy_resources"`

@@ -50,7 +50,12 @@ func CheckSLO(c *Cell, s SLO) {
 		c.SLO = append(c.SLO, ck)
 	}
 	if s.ErrorRatio > 0 {
+		// Every failed attempt counts, in the window or after it.
 		v := c.ErrorRatio
+		if v.Known() && c.LateErrorRatio.Known() && c.LateErrors > 0 {
+			attempts := float64(c.Requests + c.TransportErrors)
+			v = Num((float64(v)*attempts + float64(c.LateErrors)) / (attempts + float64(c.Late)))
+		}
 		ck := SLOCheck{Name: "error_ratio", Limit: Num(s.ErrorRatio), Value: v, Pass: v.Known() && float64(v) < s.ErrorRatio}
 		if !v.Known() {
 			ck.Note = "no requests"

@@ -31,6 +31,7 @@ const (
 	FlagLoadgenBound     = "loadgen_bound"
 	FlagSUTSaturated     = "sut_saturated"
 	FlagErrors           = "errors"
+	FlagLateErrors       = "late_errors"
 	FlagUnexpectedStatus = "unexpected_status"
 	FlagMisrouted        = "misrouted"
 	FlagTooFewSamples    = "too_few_samples"
@@ -62,10 +63,11 @@ type Thresholds struct {
 	LoadgenRunDelayShare   float64 `json:"loadgen_run_delay_share"`   // run delay / (duration x capacity) above: suspect
 	LoadgenPressureShare   float64 `json:"loadgen_pressure_share"`    // PSI some / duration above: suspect
 	OpenLoopLagP99         float64 `json:"open_loop_lag_p99_seconds"` // lag p99 above: suspect
-	OpenLoopAchieved       float64 `json:"open_loop_achieved"`        // achieved / offered rate below: loadgen_bound
+	OpenLoopAchieved       float64 `json:"open_loop_achieved"`        // sent / scheduled below: loadgen_bound
 	OpenLoopMissed         float64 `json:"open_loop_missed_share"`    // missed / scheduled above: loadgen_bound
 	CappedShare            float64 `json:"open_loop_capped_share"`    // capped / sent above: sut_saturated
 	ErrorRatio             float64 `json:"error_ratio"`               // above: invalid
+	LateErrorShare         float64 `json:"late_error_share"`          // late errors / (attempts + late) above: invalid (late_errors)
 	UnexpectedStatus       float64 `json:"unexpected_status_share"`   // non-expected, non-5xx responses / responses above: invalid
 	MisroutedShare         float64 `json:"misrouted_share"`           // one non-expected status this common: misrouted
 	MinRequests            int64   `json:"min_requests"`
@@ -88,6 +90,7 @@ var DefaultThresholds = Thresholds{
 	OpenLoopMissed:         0.01,
 	CappedShare:            0.01,
 	ErrorRatio:             0.01,
+	LateErrorShare:         0.001,
 	UnexpectedStatus:       0.001,
 	MisroutedShare:         0.9,
 	MinRequests:            100,
@@ -135,6 +138,13 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	if c.ErrorRatio.Known() && float64(c.ErrorRatio) > th.ErrorRatio {
 		add(FlagErrors, Invalid, "error ratio %.2f %% > %.2f %% (%s)", 100*float64(c.ErrorRatio), 100*th.ErrorRatio, errorBreakdown(c))
 	}
+	// Requests that failed after the window (a timeout of one never
+	// answered) are in no window count and no latency percentile: the
+	// cell's numbers leave them out.
+	if c.LateErrorRatio.Known() && float64(c.LateErrorRatio) > th.LateErrorShare {
+		add(FlagLateErrors, Invalid, "%d requests failed after the window (%.2f %% of attempts > %s: %s); the window's error ratio and latency percentiles leave them out",
+			c.LateErrors, 100*float64(c.LateErrorRatio), Pct(th.LateErrorShare), lateBreakdown(c))
+	}
 	routeBroken := false
 	if code, n := dominantUnexpected(c.Codes, c.Expected); n > 0 && c.Requests > 0 && float64(n) >= th.MisroutedShare*float64(c.Requests) {
 		routeBroken = true
@@ -148,6 +158,12 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	if un := unexpectedNon5xx(c); !routeBroken && un.n > 0 && c.Requests > 0 && float64(un.n) > th.UnexpectedStatus*float64(c.Requests) {
 		add(FlagUnexpectedStatus, Invalid, "%s of %d (%.1f %%) responses are outside the expected %s (> %s): they are not the scenario's answers, so the cell does not measure it",
 			un.list, c.Requests, 100*float64(un.n)/float64(c.Requests), strings.Join(c.Expected, ", "), Pct(th.UnexpectedStatus))
+	}
+	// An expected status given to the wrong request (a 401 to a valid
+	// key, a 429 under the limit) is no answer of the scenario either.
+	if w := c.WrongAnswers; w > 0 && c.Requests > 0 && float64(w) > th.UnexpectedStatus*float64(c.Requests) {
+		add(FlagUnexpectedStatus, Invalid, "%d of %d (%.1f %%) responses were %s (> %s): wrong answers, not counted as goodput",
+			w, c.Requests, 100*float64(w)/float64(c.Requests), scenario.WrongWhat(c.Scenario), Pct(th.UnexpectedStatus))
 	}
 	if c.ServerSide && c.Requests+c.TransportErrors < th.MinRequests {
 		add(FlagTooFewSamples, Invalid, "%d attempts (< %d)", c.Requests+c.TransportErrors, th.MinRequests)
@@ -313,10 +329,21 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 	}
 	share(lg.ThrottledShare, th.LoadgenThrottledShare, Invalid, "loadgen cgroup throttled in %.1f %% of its CPU periods (> %s): its CPU quota stalled it")
 	capped := c.Capped.Known() && c.Sent > 0 && float64(c.Capped) > th.CappedShare*float64(c.Sent)
-	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 && c.DurationS.Known() && c.DurationS > 0 {
+	// Achieved is what the loadgen sent of what it scheduled: the
+	// instrument's own rate, whatever the answers' latency (a request
+	// sent on time and answered after the window is not the loadgen's
+	// shortfall). Completions per second only when the counts are not
+	// recorded.
+	switch {
+	case c.Scheduled > 0:
+		if float64(c.Sent) < th.OpenLoopAchieved*float64(c.Scheduled) && !capped {
+			add(FlagLoadgenBound, Invalid, "open loop sent %d of %d scheduled requests (%.1f %%, < %s)",
+				c.Sent, c.Scheduled, 100*float64(c.Sent)/float64(c.Scheduled), Pct(th.OpenLoopAchieved))
+		}
+	case c.TargetRateRPS.Known() && c.TargetRateRPS > 0 && c.DurationS.Known() && c.DurationS > 0:
 		achieved := float64(c.Requests+c.TransportErrors) / float64(c.DurationS)
 		if achieved < th.OpenLoopAchieved*float64(c.TargetRateRPS) && !capped {
-			add(FlagLoadgenBound, Invalid, "open loop achieved %.1f of %.1f offered req/s (%.1f %%, < %s)",
+			add(FlagLoadgenBound, Invalid, "open loop achieved %.1f of %.1f offered req/s (%.1f %%, < %s; the loadgen recorded no scheduled count)",
 				achieved, float64(c.TargetRateRPS), 100*achieved/float64(c.TargetRateRPS), Pct(th.OpenLoopAchieved))
 		}
 	}
@@ -439,8 +466,32 @@ func unexpectedNon5xx(c *Cell) unexpectedList {
 	return out
 }
 
+// lateBreakdown names the late errors by reason and status, most first.
+func lateBreakdown(c *Cell) string {
+	type kv struct {
+		k string
+		n int64
+	}
+	var all []kv
+	for k, n := range c.LateReasons {
+		all = append(all, kv{k, n})
+	}
+	for k, n := range c.LateCodes {
+		if strings.HasPrefix(k, "5") || len(k) != 3 {
+			all = append(all, kv{"status " + k, n})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n || all[i].n == all[j].n && all[i].k < all[j].k })
+	parts := make([]string, len(all))
+	for i, x := range all {
+		parts[i] = fmt.Sprintf("%s %d", x.k, x.n)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Classify fills the outcome classes and the derived ratios and rates from
-// the in-window Codes and ErrorReasons, and the late share from Late.
+// the in-window Codes and ErrorReasons, and the late share and late errors
+// from Late, LateCodes and LateReasons.
 func Classify(c *Cell) {
 	var cl Classes
 	var total, good int64
@@ -468,6 +519,8 @@ func Classify(c *Cell) {
 	for _, n := range c.ErrorReasons {
 		cl.Transport += n
 	}
+	// Expected statuses that answered the wrong request are not goodput.
+	good = max(0, good-c.WrongAnswers)
 	c.Requests, c.TransportErrors, c.Classes, c.Unexpected = total, cl.Transport, cl, total-good
 	attempts := total + cl.Transport
 	c.ErrorRatio, c.RateLimitedRatio, c.RPS, c.GoodputRPS, c.OKRPS, c.LateShare = NaN(), NaN(), NaN(), NaN(), NaN(), NaN()
@@ -479,8 +532,18 @@ func Classify(c *Cell) {
 		c.ErrorRatio = Num(float64(cl.Transport+cl.S5xx+cl.Other) / float64(attempts))
 		c.RateLimitedRatio = Num(float64(cl.S429) / float64(attempts))
 	}
+	c.LateErrors, c.LateErrorRatio = 0, NaN()
+	for code, n := range c.LateCodes {
+		if strings.HasPrefix(code, "5") || len(code) != 3 || code[0] < '1' || code[0] > '5' {
+			c.LateErrors += n
+		}
+	}
+	for _, n := range c.LateReasons {
+		c.LateErrors += n
+	}
 	if attempts+c.Late > 0 {
 		c.LateShare = Num(float64(c.Late) / float64(attempts+c.Late))
+		c.LateErrorRatio = Num(float64(c.LateErrors) / float64(attempts+c.Late))
 	}
 	if c.DurationS.Known() && c.DurationS > 0 {
 		c.RPS = Num(float64(total) / float64(c.DurationS))

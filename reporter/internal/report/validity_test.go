@@ -33,7 +33,15 @@ func TestJudge(t *testing.T) {
 		{"loadgen cpu", func(c *Cell) { c.LoadgenCPU.MeanCores = 1.8 }, false, Invalid, FlagLoadgenBound},
 		{"open loop short", func(c *Cell) { c.TargetRateRPS = 1100 }, false, Invalid, FlagLoadgenBound},
 		{"open loop met", func(c *Cell) { c.TargetRateRPS = 1040 }, false, Valid, ""},
+		// Achieved is sent / scheduled: answers that completed after the
+		// window (a slow origin) are not the loadgen's shortfall.
+		{"every send on time, answers late", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent = 2000, 20000, 20000 }, false, Valid, ""},
+		{"sends short of the schedule", func(c *Cell) { c.TargetRateRPS, c.Scheduled, c.Sent = 1000, 10000, 9400 }, false, Invalid, FlagLoadgenBound},
 		{"errors", func(c *Cell) { c.Codes["502"] = 200; Classify(c) }, false, Invalid, FlagErrors},
+		// A request never answered times out after the window: a late error.
+		{"late timeouts", func(c *Cell) { c.Late, c.LateReasons = 30, map[string]int64{"timeout": 30}; Classify(c) }, false, Invalid, FlagLateErrors},
+		{"late answers, no late errors", func(c *Cell) { c.Late, c.LateCodes = 30, map[string]int64{"200": 30}; Classify(c) }, false, Valid, ""},
+		{"late errors within 0.1 %", func(c *Cell) { c.Late, c.LateCodes = 5, map[string]int64{"502": 5}; Classify(c) }, false, Valid, ""},
 		{"429 apart from errors", func(c *Cell) { c.Scenario = "ratelimit"; c.Codes["429"] = 3000; Classify(c); c.InFlightMean = 13 }, false, Valid, ""},
 		{"wrong origin", func(c *Cell) { c.WrongOrigin = 1 }, false, Invalid, FlagMisrouted},
 		{"few requests", func(c *Cell) { c.Codes["200"] = 50; Classify(c); c.InFlightMean = 0.05 }, false, Invalid, FlagTooFewSamples},

@@ -41,7 +41,7 @@ func TestJudgeWorkers(t *testing.T) {
 			}
 			w := &c.Workers[0]
 			w.Sent, w.Missed, w.Requests = 3000, 333, 3000
-		}, []string{"loadgen worker 0: open loop achieved 300.0 of 333.3 offered req/s", "loadgen worker 0: open loop missed 333 of 3333 scheduled sends"}},
+		}, []string{"loadgen worker 0: open loop sent 3000 of 3333 scheduled requests (90.0 %", "loadgen worker 0: open loop missed 333 of 3333 scheduled sends"}},
 		{"three workers that share one CPU and used it up", func(c *Cell) {
 			for i := range c.Contention {
 				c.Contention[i].CPUs = "0"
