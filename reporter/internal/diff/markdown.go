@@ -308,7 +308,7 @@ func fmtVal(metric string, v float64) string {
 	switch {
 	case strings.HasSuffix(metric, "_seconds"):
 		return fmt.Sprintf("%.3g ms", v*1e3)
-	case metric == "error_ratio":
+	case report.Absolute(metric):
 		return fmt.Sprintf("%.2f %%", v*100)
 	case metric == "proxy_mem_peak_bytes":
 		return fmt.Sprintf("%.1f MB", v/1e6)
