@@ -40,8 +40,10 @@ type flagCell struct {
 	Late      int64            `json:"late"`
 	// LateErrors are the late completions that failed (timeouts among
 	// them); SLO the cell's SLO checks.
-	LateErrors int64 `json:"late_errors"`
-	SLO        []struct {
+	LateErrors  int64            `json:"late_errors"`
+	LateCodes   map[string]int64 `json:"late_codes"`
+	LateReasons map[string]int64 `json:"late_reasons"`
+	SLO         []struct {
 		Name  string   `json:"name"`
 		Value *float64 `json:"value"`
 	} `json:"slo"`

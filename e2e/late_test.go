@@ -49,7 +49,7 @@ func hangListener(t *testing.T) string {
 func TestFlagLateErrors(t *testing.T) {
 	hang := hangListener(t)
 	testProxy(t, fmt.Sprintf(`        location /fast/ { if ($pb_fault = hang) { proxy_pass http://%s; } proxy_pass http://fast/; }`, hang))
-	cells := runCells(t, t.TempDir(), "late-errors", nil, "-tier", "quick", "-proxies", "nginx,custom", "-origins", "fast",
+	cells := runCells(t, t.TempDir(), "late-errors", nil, "-tier", "5s", "-proxies", "nginx,custom", "-origins", "fast",
 		"-rate", "400", "-concurrency", "200", "-isolate=false")
 	c := cell(t, cells, "custom.fast.simple.5s.r1")
 	mustFire(t, c, "late_errors", "invalid", "timeout")
@@ -57,7 +57,7 @@ func TestFlagLateErrors(t *testing.T) {
 		t.Errorf("%s: valid although 1 %% of its requests were never answered: %s", c.ID, c.flags())
 	}
 	if c.LateErrors < 5 || c.LateErrors > 60 {
-		t.Errorf("%s: %d late errors, want about 1 %% of 2000 (20)", c.ID, c.LateErrors)
+		t.Errorf("%s: %d late errors of %d late, want about 1 %% of 2000 (20); codes %v, late %v %v", c.ID, c.LateErrors, c.Late, c.Codes, c.LateCodes, c.LateReasons)
 	}
 	for _, ck := range c.SLO {
 		if ck.Name == "error_ratio" && (ck.Value == nil || *ck.Value < 0.004) {
@@ -81,11 +81,20 @@ func TestFlagLateErrors(t *testing.T) {
 // That is the origin's latency, not the loadgen falling behind:
 // loadgen_bound stays quiet, since achieved is sent / scheduled.
 func TestAchievedIsSentOverScheduled(t *testing.T) {
-	cells := runCells(t, t.TempDir(), "achieved", nil, "-tier", "quick", "-proxies", "nginx", "-origins", "fast",
+	cells := runCells(t, t.TempDir(), "achieved", nil, "-tier", "5s", "-proxies", "nginx", "-origins", "fast",
 		"-scenarios", "slow", "-slow-delay", "2s", "-rate", "20", "-concurrency", "100", "-isolate=false")
 	c := cell(t, cells, "nginx.fast.slow.5s.r1")
 	if c.Late < 20 {
 		t.Errorf("%s: %d late completions: want the last 2 s of sends (about 40) completing after the window", c.ID, c.Late)
 	}
-	mustStayQuiet(t, c, "loadgen_bound")
+	// The achieved check alone: on a busy CPU 0 the same flag may fire as
+	// suspect for the loadgen's send lag, a true finding about the host.
+	for _, f := range c.Validity.Flags {
+		if f.Code == "loadgen_bound" && (strings.Contains(f.Reason, "scheduled requests") || strings.Contains(f.Reason, "achieved")) {
+			t.Errorf("%s: %s", c.ID, f.Reason)
+		}
+	}
+	if c.Validity.Verdict == "invalid" {
+		t.Errorf("%s: invalid: %s", c.ID, c.flags())
+	}
 }

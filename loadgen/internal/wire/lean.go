@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"net"
 	"strings"
 	"time"
@@ -196,7 +197,11 @@ func (l *LeanConn) try(deadline time.Time) (resp Response, err error, stale bool
 	}
 	resp, keep, err := readResponse(l.br, l.req.head, l.req.origin, l.req.lim)
 	if err != nil {
-		stale = l.used && errors.Is(err, errNoBytes)
+		// Stale only when the server closed the connection: a request the
+		// server held past the deadline timed out (the deadline on the
+		// connection may be up to 1 % of the timeout before the request's,
+		// so a retry would still fit and would hide the timeout).
+		stale = l.used && errors.Is(err, errNoBytes) && !errors.Is(err, os.ErrDeadlineExceeded)
 		l.Close()
 		return resp, err, stale
 	}

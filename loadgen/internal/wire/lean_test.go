@@ -3,6 +3,8 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -99,6 +101,54 @@ func TestLeanClientRetriesStaleKeepAlive(t *testing.T) {
 		if _, err := c.Do(time.Now().Add(2 * time.Second)); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
+	}
+}
+
+// A request the server holds past its deadline on a used keep-alive
+// connection is a timeout, never retried: the connection's deadline may
+// sit up to 1 % of the timeout before the request's (it is moved only when
+// that saves a timer update), and a retry in that gap once turned hung
+// requests into late 200s from a second, healthy connection.
+func TestLeanClientTimeoutIsNoStaleRetry(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// Every connection answers its first request and holds its second.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					if n == 0 {
+						c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+					}
+				}
+			}()
+		}
+	}()
+	const timeout = 300 * time.Millisecond
+	req, _ := NewRequest(Target{URL: "http://" + ln.Addr().String() + "/", Limits: defaultLimits, Timeout: timeout})
+	c := NewLeanConn(req)
+	defer c.Close()
+	first := time.Now().Add(timeout)
+	if res, err := c.Do(first); err != nil || res.Code != 200 {
+		t.Fatalf("first request: %d %v", res.Code, err)
+	}
+	// Within 1 % of the timeout: the connection keeps the first deadline.
+	res, err := c.Do(first.Add(timeout / 200))
+	if err == nil || Classify(err) != ReasonTimeout {
+		t.Fatalf("held request: status %d, error %v: want a timeout", res.Code, err)
 	}
 }
 
