@@ -68,6 +68,10 @@ func (c *Ceiling) Near(what string, rps, frac float64) (string, bool) {
 	if c == nil || !(c.RPS > 0) || !(rps >= frac*c.RPS) {
 		return "", false
 	}
+	if rps > c.RPS {
+		return fmt.Sprintf("%s %.0f req/s is above the loadgen's own ceiling %.0f req/s against a trivial server under the same placement (%.0f %%): that measurement understated the instrument (taken while something else held its CPUs), so the instrument may be the limit here too",
+			what, rps, c.RPS, math.Round(100*rps/c.RPS)), true
+	}
 	return fmt.Sprintf("%s %.0f req/s is %.0f %% of the loadgen's own ceiling %.0f req/s against a trivial server under the same placement: the instrument, not the proxy, may be the limit",
 		what, rps, math.Round(100*rps/c.RPS), c.RPS), true
 }

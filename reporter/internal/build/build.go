@@ -176,11 +176,14 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 			mergeManifest(&cells[i], mc)
 		}
 	}
-	exceeded := exceededCeilings(man, cells, cfg.Log)
+	if over := exceededCeilings(man, cells); len(over) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d cells went past the loadgen's own measured ceiling (%s): that measurement understated the instrument; every cell is still held to it, and those are flagged instrument_ceiling with both numbers.",
+			len(over), idList(over)))
+	}
 	for i := range cells {
 		c := &cells[i]
 		c.CeilingRPS = report.NaN()
-		if ceil := cellCeiling(man, c); ceil != nil && ceil.RPS > 0 && !exceeded[ceil] {
+		if ceil := cellCeiling(man, c); ceil != nil && ceil.RPS > 0 {
 			c.CeilingRPS = report.Num(ceil.RPS)
 		}
 		switch {
@@ -412,22 +415,27 @@ func cellCeiling(man *manifest.Manifest, c *report.Cell) *manifest.Ceiling {
 	return man.Ceiling
 }
 
-// exceededCeilings are the run's ceilings that one of its own cells went
-// past: the loadgen sent more through a proxy than the measurement said it
-// could against a trivial server, so that measurement was not its limit
-// (taken while something else held the CPUs, or cached from such a time)
-// and no cell is judged against it.
-func exceededCeilings(man *manifest.Manifest, cells []report.Cell, log *slog.Logger) map[*manifest.Ceiling]bool {
-	out := map[*manifest.Ceiling]bool{}
+// exceededCeilings are the cells that went past their instrument
+// ceiling: the loadgen sent more through a proxy than the measurement said
+// it could against a trivial server, so that measurement was low (taken
+// while something else held the CPUs, or cached from such a time). The
+// ceiling is kept: dropping it for every cell would let the flag come and
+// go between runs on its own.
+func exceededCeilings(man *manifest.Manifest, cells []report.Cell) []string {
+	var out []string
 	for i := range cells {
 		c := &cells[i]
 		ceil := cellCeiling(man, c)
-		if ceil == nil || !(ceil.RPS > 0) || out[ceil] || !c.GoodputRPS.Known() || float64(c.GoodputRPS) <= ceil.RPS {
+		if ceil == nil || !(ceil.RPS > 0) {
 			continue
 		}
-		out[ceil] = true
-		log.Warn("instrument ceiling below what a cell reached: no cell is judged against it",
-			"model", ceil.Model, "ceiling_rps", int64(ceil.RPS), "cell", c.ID, "goodput_rps", int64(c.GoodputRPS), "source", ceil.Source)
+		rps := c.GoodputRPS
+		if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 {
+			rps = c.TargetRateRPS
+		}
+		if rps.Known() && float64(rps) > ceil.RPS {
+			out = append(out, c.ID)
+		}
 	}
 	return out
 }

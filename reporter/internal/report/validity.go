@@ -381,6 +381,12 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 // loop's offered rate what it claims the proxy took; at or above
 // CeilingFraction of the ceiling the instrument may be the limit.
 func judgeCeiling(c *Cell, th Thresholds, add func(code, sev, format string, a ...any)) {
+	// The ceiling is measured against a trivial server without the
+	// origin; where the origin shares the loadgen's CPUs, their
+	// saturation is the lab's limit whatever that measurement said.
+	if c.LabBound() {
+		add(FlagCeiling, Suspect, "the lab limited the cell, not the proxy: %s", c.Bottleneck.Reason)
+	}
 	if !c.CeilingRPS.Known() || c.CeilingRPS <= 0 {
 		return
 	}
