@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
@@ -125,6 +127,18 @@ func TestDockerCandidateContainer(t *testing.T) {
 	mine := filepath.Join(t.TempDir(), "proxy.conf")
 	write(t, mine, fmt.Sprintf("%d B\n", px.Port))
 	proxyID := dockerRun(t, project, "custom", "proxy", "-v", conf+":/etc/proxybench:ro", img, "python3", "-c", pyConfProxy)
+	// The run's preflight does not wait (-preflight-wait 0s): wait here
+	// until the proxy answers.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/fast/", px.Port))
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy never answered: %v", err)
+		}
+	}
 	candName := project + "-" + stack.CandidateService("custom")
 	t.Cleanup(func() { dc.Remove(context.WithoutCancel(ctx), candName) })
 

@@ -62,7 +62,8 @@ func (res Result) Markdown(w io.Writer) error {
 	}
 	if few {
 		b.WriteString("Note: with 1 repeat on a side there is no spread, so no interval: those metrics are not resolved (no data) and never gate. " +
-			"Compare runs of 5 repeats or more, or measure both in one run: `make duet`.\n\n")
+			"Separate runs need several repeats each, and on a noisy host resolve only large changes (each answer says the margin it resolves); " +
+			"to judge a change, measure both in one run: `make duet`.\n\n")
 	}
 	if len(res.OnlyInB) > 0 {
 		fmt.Fprintf(&b, "Only in %s (not gated): %s\n\n", res.B, strings.Join(res.OnlyInB, ", "))
