@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"net"
+	"os"
 	"strings"
 	"time"
 )
