@@ -124,7 +124,7 @@ test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docke
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
 	  go test -count=1 -timeout 20m ./...
 
-fuzz: ## every Fuzz target of the repository, fuzzed for a share of 30 s (FUZZTIME=3s per target, FUZZ_BUDGET=seconds in all)
+fuzz: ## the Fuzz targets of the repository, each fuzzed for a share of 30 s: as many as start within it, from an offset that rotates with the commit (FUZZTIME=3s per target fuzzes every one; FUZZ_BUDGET=seconds; FUZZ_OFFSET=n)
 	@scripts/fuzz.sh
 
 test-e2e: ## the real stack: up, preflight, a quick bench, the e2e tests, live dashboard queries, exporter vs docker; down unless it was up

@@ -1,0 +1,38 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"proxybench/loadgen/internal/plan"
+	"proxybench/loadgen/internal/routecheck"
+)
+
+// preflight checks the routes the proxy's runnable cells use at target,
+// retrying them up to wait.
+func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell, target routecheck.Target, wait time.Duration) map[string]routecheck.Result {
+	out := map[string]routecheck.Result{}
+	base, err := target(proxy)
+	var origins []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if c.Skip == nil && !seen[c.Origin] {
+			seen[c.Origin] = true
+			origins = append(origins, c.Origin)
+		}
+	}
+	if err != nil {
+		for _, o := range origins {
+			out[o] = routecheck.Result{Reason: err.Error()}
+		}
+		return out
+	}
+	timeout := min(time.Duration(r.Plan.Timeout), 5*time.Second)
+	for _, res := range routecheck.CheckProxy(ctx, routecheck.NewClient(), proxy, base, origins, timeout, wait) {
+		out[res.Origin] = res
+		if !res.OK {
+			r.Log.Warn("preflight: route broken, its cells are skipped", "reason", res.Reason)
+		}
+	}
+	return out
+}
