@@ -104,6 +104,13 @@ func judgeContention(c *Cell, th ContentionThresholds, add func(code, sev, forma
 			}
 		}
 	}
+	// Steal comes in bursts: a second the hypervisor took from the host
+	// owns that second's requests (the tail), whatever the window's
+	// average says. The loadgen watched every second of the window
+	// (StealWorstSecond, the share of the host's CPUs).
+	if w := c.StealWorstSecond; w.Known() && float64(w) >= th.StealShare {
+		who = append(who, fmt.Sprintf("the host: the hypervisor stole %.0f %% of its CPUs in the window's worst second (>= %s)", 100*float64(w), Pct(th.StealShare)))
+	}
 	if len(who) > 0 {
 		add(FlagContended, Suspect, "%s", strings.Join(who, "; "))
 	}

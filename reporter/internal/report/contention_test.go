@@ -154,3 +154,38 @@ func TestContendedReasons(t *testing.T) {
 		t.Errorf("verdict %s", c.Validity.Verdict)
 	}
 }
+
+// TestJudgeStealPerSecond: a burst of steal is judged on its worst second,
+// not on the window's average. A fake in the sense of the brief: the
+// hypervisor's steal cannot be made on demand here, so the cell carries
+// the loadgen's per-second reading (StealWorstSecond) as a real run writes
+// it; the watch itself is tested in internal/cputime.
+func TestJudgeStealPerSecond(t *testing.T) {
+	t.Parallel()
+	th := DefaultContention
+	for _, tc := range []struct {
+		name  string
+		worst Num
+		fire  bool
+	}{
+		{"a 5 s burst in a 60 s cell: 8 % on average, 40 % in its worst second", 0.40, true},
+		{"at the threshold", Num(th.StealShare), true},
+		{"just under", Num(th.StealShare - 0.001), false},
+		{"not watched", NaN(), false},
+	} {
+		c := baseCell()
+		c.Contention = []RoleContention{quiet(manifest.RoleLoadgen), quiet(manifest.RoleProxy)}
+		c.Contention[1].StealShare = 0.08 // the window's average: under the threshold
+		c.StealWorstSecond = tc.worst
+		Judge(&c, DefaultThresholds, false)
+		why := ""
+		for _, f := range c.Validity.Flags {
+			if f.Code == FlagContended && f.Severity == Suspect {
+				why = f.Reason
+			}
+		}
+		if got := strings.Contains(why, "worst second"); got != tc.fire {
+			t.Errorf("%s: contended %q, want fired %v", tc.name, why, tc.fire)
+		}
+	}
+}
