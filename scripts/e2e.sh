@@ -30,7 +30,7 @@ export PROXYBENCH_STACK_LOCKED=1 # tests below must not wait for it themselves
 
 # The lab on Docker Swarm first, before the compose stack is up: a single
 # node on the project's second daemon (make test brings it up in the
-# background beside the unit tests, lint and fuzzing; alone, this script does). It goes
+# background beside lint and fuzzing; alone, this script does). It goes
 # down again beside the compose stack's start, unless it was up before.
 rc=0
 swarm_state=$(scripts/swarm.sh wait) || rc=$?

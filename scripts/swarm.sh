@@ -456,9 +456,8 @@ case ${1:-} in
     [ "$have" = "$NODES" ] || { say "$have node(s) in the swarm, SWARM_NODES=$NODES: swarm.sh up makes it so"; exit 1; }
     converged ;;
   start)
-    # up in the background (make test overlaps it with the unit tests, lint
-    # and fuzzing); `wait` collects it. Nothing is started when the stack
-    # already runs.
+    # up in the background (make test overlaps it with lint and fuzzing);
+    # `wait` collects it. Nothing is started when the stack already runs.
     mkdir -p "$STATE"
     rm -f "$STATE/start.rc" "$STATE/start.state"
     if "$0" status >/dev/null 2>&1; then
