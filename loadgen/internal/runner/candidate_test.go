@@ -97,17 +97,7 @@ func TestCandidateConfig(t *testing.T) {
 const pyConfProxy = `
 import http.server
 port, tag = open("/etc/proxybench/proxy.conf").read().split()
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        b = b"proxybench origin ok\n"
-        self.send_response(200)
-        self.send_header("X-Origin", self.path.strip("/").split("/")[0])
-        self.send_header("X-Tag", tag)
-        self.send_header("Content-Length", str(len(b)))
-        self.end_headers()
-        self.wfile.write(b)
-    def log_message(self, *a): pass
+` + pyHandler + `
 http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), H).serve_forever()
 `
 

@@ -23,19 +23,27 @@ import (
 // origins; it runs in a throwaway container so the container can be killed.
 const pyProxy = `
 import http.server, sys
+` + pyHandler + `
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+`
+
+// pyHandler is the test proxies' handler: every GET answered like an
+// origin behind a proxy, and X-Tag when the program sets tag.
+const pyHandler = `tag = globals().get("tag", "")
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
         b = b"proxybench origin ok\n"
         self.send_response(200)
         self.send_header("X-Origin", self.path.strip("/").split("/")[0])
+        if tag:
+            self.send_header("X-Tag", tag)
         self.send_header("Content-Length", str(len(b)))
         self.end_headers()
         self.wfile.write(b)
     def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
 `
 
 // localImage is the newest local proxybench/debian image; tests never pull.

@@ -32,11 +32,23 @@ type sequential struct {
 	log    *slog.Logger
 }
 
+// reportMinWindow is the shortest window that holds the three 1 s
+// Prometheus scrapes the report needs to judge a cell.
+const reportMinWindow = 4 * time.Second
+
 // newSequential is the sequential look of p's run, nil unless p is a duet
-// with a budget.
+// with a budget. It warns when the duet's cells are too short for the
+// report.
 func newSequential(p *plan.Expanded, now time.Time, log *slog.Logger) *sequential {
 	if p.Budget <= 0 || p.Treated() != cellid.ArmCandidate {
 		return nil
+	}
+	for _, c := range p.Cells {
+		if d := time.Duration(c.Duration); d < reportMinWindow {
+			log.Warn("duet: cells shorter than the report can judge: the loadgen decides from its own record, but the report will call these cells too_few_samples; use 4 s or longer (make duet's default)",
+				"cell", c.ID, "window", d.String(), "least", reportMinWindow.String())
+			break
+		}
 	}
 	o := decide.Options{Margin: p.Margin, ErrorMargin: decide.DefaultErrorMargin, Alpha: decide.DefaultAlpha, Anytime: true, TOpt: decide.DefaultTOpt}
 	return &sequential{opts: o, budget: time.Duration(p.Budget), start: now, log: log,

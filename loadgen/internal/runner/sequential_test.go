@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,6 +138,26 @@ func TestSequentialStopsWhenWorse(t *testing.T) {
 		}
 		if r.Metric != decide.P50 && r.Outcome != want {
 			t.Errorf("%s: %s, want %s", r.Metric, r.Outcome, want)
+		}
+	}
+}
+
+// TestSequentialWarnsOfShortCells: a duet of cells the report cannot judge
+// (fewer than three scrapes in the window) says so when it starts; 4 s
+// cells do not.
+func TestSequentialWarnsOfShortCells(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		window time.Duration
+		warns  bool
+	}{{time.Second, true}, {4 * time.Second, false}} {
+		var buf strings.Builder
+		p := &plan.Expanded{Plan: plan.Default()}
+		p.DuetCPUs, p.Budget, p.Repeats = 0.9, plan.Duration(time.Minute), 10
+		p.Cells = []plan.Cell{{Key: cellid.New("nginx", "fast", "simple", "1s", 1), Duration: plan.Duration(tc.window)}}
+		newSequential(p, time.Unix(0, 0), slog.New(slog.NewTextHandler(&buf, nil)))
+		if got := strings.Contains(buf.String(), "too_few_samples"); got != tc.warns {
+			t.Errorf("%s cells: warned %v: %q", tc.window, got, buf.String())
 		}
 	}
 }
