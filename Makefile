@@ -69,7 +69,7 @@ observer: ## the observer effect: each cell with the observability stack on, the
 	@scripts/arms.sh -observer -tier '$(TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(if $(filter file,$(origin ORIGINS)),fast,$(ORIGINS)))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(PAIRS)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
 
-study: ## a validity-lab study: STUDY=netstack|cc|scaleout|ceiling|all (SCALE=full|tiny REPEATS RUN RESULTS PLACEMENT); README, Studies
+study: ## a validity-lab study: STUDY=netstack|cc|scaleout|ceiling|all (SCALE=full|tiny REPEATS RUN RESULTS PLACEMENT); docs/studies.md
 	@RUN='$(RUN)' RESULTS='$(RESULTS)' REPEATS='$(if $(filter file,$(origin REPEATS)),,$(REPEATS))' scripts/study.sh '$(STUDY)' '$(or $(SCALE),full)'
 
 bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario, 2 s delay, fast origin); restarts proxies a run OOM-kills

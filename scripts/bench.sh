@@ -56,7 +56,7 @@ if [ "$dist" = swarm ]; then
   [ -n "$maddr" ] || args+=(-metrics-addr "$SWARM_METRICS_HOST:9500")
   prom=${PROM:-$SWARM_PROM} lock=.cache/stack.lock in_lab=(scripts/swarm.sh exec)
 else
-  # The stack and the loadgen follow one CPU placement (README, Placement):
+  # The stack and the loadgen follow one CPU placement (docs/placement.md):
   # -placement, else PLACEMENT, else the plan file's section, else auto.
   if [ -z "$placement" ] && [ -n "${PLACEMENT:-}" ]; then placement=$PLACEMENT; args+=(-placement "$placement"); fi
   export PLACEMENT=$placement PLAN=$planfile

@@ -23,10 +23,10 @@ fi
 [ -f compose/images.env ] && files+=(--env-file compose/images.env)
 [ -n "${CUSTOM_IMAGE:-}" ] && files+=(--profile custom)
 # LISTEN: where the lab listens (host network) or publishes (bridge).
-# Loopback unless exposing it is chosen on purpose (README, Security).
+# Loopback unless exposing it is chosen on purpose (docs/security.md).
 case ${LISTEN:=127.0.0.1} in
   127.0.0.1 | 0.0.0.0) export LISTEN ;;
-  *) echo "compose: LISTEN=$LISTEN: want 127.0.0.1 (the default, loopback only) or 0.0.0.0 (every interface: read the README's Security section first)" >&2; exit 2 ;;
+  *) echo "compose: LISTEN=$LISTEN: want 127.0.0.1 (the default, loopback only) or 0.0.0.0 (every interface: read the docs/security.md first)" >&2; exit 2 ;;
 esac
 # Grafana needs an admin password only when it runs; keep `config`/`down` usable without one.
 export GRAFANA_ADMIN_PASSWORD=${GRAFANA_ADMIN_PASSWORD:-}

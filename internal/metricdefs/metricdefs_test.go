@@ -123,7 +123,7 @@ func TestDocsNameTheTable(t *testing.T) {
 			t.Errorf("docs/design-notes.md does not list %s (%s)", d.Name, d.Owner)
 		}
 	}
-	for _, f := range []string{"README.md", "docs/design-notes.md", "docs/scenarios.md", "loadgen/README.md", "loadgen/RUNNER.md",
+	for _, f := range []string{"README.md", "docs/design-notes.md", "docs/scenarios.md", "docs/security.md", "loadgen/README.md", "loadgen/RUNNER.md",
 		"exporter/README.md", "reporter/README.md"} {
 		raw, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {

@@ -29,7 +29,7 @@ import (
 // Scales.
 const (
 	ScaleTiny = "tiny" // seconds per sample, 1-2 repeats: `make test` checks the mechanics
-	ScaleFull = "full" // the study as the README reports it
+	ScaleFull = "full" // the study as docs/studies.md reports it
 )
 
 // Func runs one study into e. It returns an error only for a failure that
