@@ -117,6 +117,11 @@ func (c *Client) Ping(ctx context.Context) error {
 // IsNotFound reports whether err says the container does not exist.
 func IsNotFound(err error) bool { return client.IsErrNotFound(err) }
 
+// IsNotPaused says whether err is the engine refusing to unpause a
+// container that is not paused: nothing to do, not a failure. Engine 20.10
+// sends it with no error class the client can test, so by its message.
+func IsNotPaused(err error) bool { return err != nil && strings.Contains(err.Error(), "is not paused") }
+
 // Containers lists every container, stopped ones included, of the compose
 // project, each inspected so StartedAt is exact. Of a Swarm service only
 // its current task's containers are listed (currentTask), not the task

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/dockerx"
@@ -88,7 +87,7 @@ func (a *arms) swap(ctx context.Context, proxy, cand *dockerx.Container) error {
 	if a.d == nil || proxy == nil {
 		return errors.New("the duet's candidate container needs Docker to pause the proxy while it runs")
 	}
-	if err := a.d.Unpause(ctx, cand.ID); err != nil && !isNotPaused(err) {
+	if err := a.d.Unpause(ctx, cand.ID); err != nil && !dockerx.IsNotPaused(err) {
 		return fmt.Errorf("thaw the candidate %s: %w", cand.Name, err)
 	}
 	if err := a.d.Pause(ctx, proxy.ID); err != nil {
@@ -99,9 +98,6 @@ func (a *arms) swap(ctx context.Context, proxy, cand *dockerx.Container) error {
 	})
 	return nil
 }
-
-// isNotPaused tells the engine's refusal to unpause a running container.
-func isNotPaused(err error) bool { return err != nil && strings.Contains(err.Error(), "is not paused") }
 
 func (a *arms) unobserve(ctx context.Context) error {
 	if a.d == nil {

@@ -131,44 +131,43 @@ func candidateConfig(px stack.Proxy, binds map[string]string, user, out string) 
 	if err != nil {
 		return "", "", err
 	}
+	userDir := false
+	if user != "" {
+		if userDir, err = isDir(user); err != nil {
+			return "", "", err
+		}
+	}
+	// The proxy's own files, or the candidate's directory in place of the
+	// proxy's; then a single file of the candidate's over its namesake.
+	base := own
+	if userDir && ownDir {
+		base = user
+	}
 	if err := os.RemoveAll(out); err != nil {
 		return "", "", err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", "", err
 	}
-	if err := copyFiles(own, out); err != nil {
+	if err := copyFiles(base, out); err != nil {
 		return "", "", err
 	}
-	if user != "" {
-		userDir, err := isDir(user)
-		if err != nil {
-			return "", "", err
-		}
-		switch {
-		case userDir && ownDir: // the candidate's directory replaces the proxy's
-			if err := os.RemoveAll(out); err != nil {
-				return "", "", err
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return "", "", err
-			}
-			err = copyFiles(user, out)
-		case userDir: // the proxy's one file, from the candidate's directory
-			err = copyFile(filepath.Join(user, filepath.Base(own)), filepath.Join(out, filepath.Base(own)))
-		case ownDir: // one file of the proxy's directory, by its name
+	switch {
+	case user == "" || userDir && ownDir:
+	case userDir: // the proxy's one file, from the candidate's directory
+		err = copyFile(filepath.Join(user, filepath.Base(own)), filepath.Join(out, filepath.Base(own)))
+	case ownDir: // one file of the proxy's directory, by its name
+		name := filepath.Join(out, filepath.Base(user))
+		if _, serr := os.Stat(name); serr != nil {
 			names, _ := filepath.Glob(filepath.Join(own, "*"))
-			name := filepath.Join(out, filepath.Base(user))
-			if _, serr := os.Stat(name); serr != nil {
-				return "", "", fmt.Errorf("%s: the proxy's config directory %s has no file of that name (it has %s); name the file after the one it replaces", user, own, baseNames(names))
-			}
-			err = copyFile(user, name)
-		default:
-			err = copyFile(user, filepath.Join(out, filepath.Base(own)))
+			return "", "", fmt.Errorf("%s: the proxy's config directory %s has no file of that name (it has %s); name the file after the one it replaces", user, own, baseNames(names))
 		}
-		if err != nil {
-			return "", "", err
-		}
+		err = copyFile(user, name)
+	default:
+		err = copyFile(user, filepath.Join(out, filepath.Base(own)))
+	}
+	if err != nil {
+		return "", "", err
 	}
 	seen, err := shiftPorts(out, px)
 	if err != nil {

@@ -429,11 +429,7 @@ func exceededCeilings(man *manifest.Manifest, cells []report.Cell) []string {
 		if ceil == nil || !(ceil.RPS > 0) {
 			continue
 		}
-		rps := c.GoodputRPS
-		if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 {
-			rps = c.TargetRateRPS
-		}
-		if rps.Known() && float64(rps) > ceil.RPS {
+		if _, rps := c.CeilingClaim(); rps.Known() && float64(rps) > ceil.RPS {
 			out = append(out, c.ID)
 		}
 	}

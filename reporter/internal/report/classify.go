@@ -58,6 +58,19 @@ func unexpectedNon5xx(c *Cell) unexpectedList {
 	return out
 }
 
+// failedStatus says whether a status is a failure as the error ratio
+// counts one: a 5xx, or no 2xx, 3xx or 4xx status at all (Classes.Other).
+func failedStatus(code string) bool {
+	if len(code) != 3 {
+		return true
+	}
+	switch code[0] {
+	case '2', '3', '4':
+		return false
+	}
+	return true
+}
+
 // lateBreakdown names the late errors by reason and status, most first.
 func lateBreakdown(c *Cell) string {
 	type kv struct {
@@ -69,7 +82,7 @@ func lateBreakdown(c *Cell) string {
 		all = append(all, kv{k, n})
 	}
 	for k, n := range c.LateCodes {
-		if strings.HasPrefix(k, "5") || len(k) != 3 {
+		if failedStatus(k) {
 			all = append(all, kv{"status " + k, n})
 		}
 	}
@@ -126,7 +139,7 @@ func Classify(c *Cell) {
 	}
 	c.LateErrors, c.LateErrorRatio = 0, NaN()
 	for code, n := range c.LateCodes {
-		if strings.HasPrefix(code, "5") || len(code) != 3 || code[0] < '1' || code[0] > '5' {
+		if failedStatus(code) {
 			c.LateErrors += n
 		}
 	}

@@ -372,6 +372,16 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 	}
 }
 
+// CeilingClaim is what a cell claims against the instrument's ceiling: a
+// closed loop's goodput (the most it got), an open loop's offered rate
+// (what it says the proxy took).
+func (c *Cell) CeilingClaim() (what string, rps Num) {
+	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 {
+		return "open-loop offered rate", c.TargetRateRPS
+	}
+	return "closed-loop goodput", c.GoodputRPS
+}
+
 // judgeCeiling holds a cell's saturation claim against the instrument's own
 // ceiling (the loadgen against a trivial server under the same placement,
 // manifest.Ceiling): a closed loop's goodput is the most it got, an open
@@ -388,10 +398,7 @@ func judgeCeiling(c *Cell, th Thresholds, add func(code, sev, format string, a .
 		return
 	}
 	ceil := &manifest.Ceiling{RPS: float64(c.CeilingRPS)}
-	what, rps := "closed-loop goodput", c.GoodputRPS
-	if c.TargetRateRPS.Known() && c.TargetRateRPS > 0 {
-		what, rps = "open-loop offered rate", c.TargetRateRPS
-	}
+	what, rps := c.CeilingClaim()
 	if !rps.Known() {
 		return
 	}
