@@ -41,11 +41,12 @@ func hangListener(t *testing.T) string {
 
 // TestFlagLateErrors: a proxy that never answers 1 % of requests, at an
 // open-loop 400 req/s in a quick (5 s) cell. Those requests time out at
-// the loadgen's timeout (6 s here, 10 s by default), after the window, so the window's own error
-// ratio and percentiles never see them: the cell must not read valid with
-// 0 % errors. It is invalid for late_errors, naming the timeouts, and the
-// SLO's error ratio counts them. The control is nginx in the same run,
-// every request answered: late_errors stays quiet.
+// the loadgen's timeout (6 s here, 10 s by default), after the window, so
+// the window's own error ratio and percentiles never see them: the cell
+// must not read valid with 0 % errors. It is invalid for late_errors, naming the timeouts, and the
+// SLO's error ratio counts them; the late timeouts match the 499s of the
+// proxy's own access log. The control is nginx in the same run, every
+// request answered: late_errors stays quiet.
 func TestFlagLateErrors(t *testing.T) {
 	hang := hangListener(t)
 	testProxy(t, fmt.Sprintf(`        location /fast/ { if ($pb_fault = hang) { proxy_pass http://%s; } proxy_pass http://fast/; }`, hang))
@@ -58,6 +59,19 @@ func TestFlagLateErrors(t *testing.T) {
 	}
 	if c.LateErrors < 5 || c.LateErrors > 60 {
 		t.Errorf("%s: %d late errors of %d late, want about 1 %% of 2000 (20); codes %v, late %v %v", c.ID, c.LateErrors, c.Late, c.Codes, c.LateCodes, c.LateReasons)
+	}
+	// The independent reading: the proxy's own access log writes 499 for
+	// each request whose client gave up waiting. Every one was sent in the
+	// window and timed out after it.
+	_, status := accessLog(t)
+	closed := int64(0)
+	for _, st := range status {
+		if st == "499" {
+			closed++
+		}
+	}
+	if timeouts := c.LateReasons["timeout"]; timeouts != closed || closed == 0 {
+		t.Errorf("%s: %d late timeouts in the report, %d requests the proxy logged as closed by the client (499)", c.ID, timeouts, closed)
 	}
 	for _, ck := range c.SLO {
 		if ck.Name == "error_ratio" && (ck.Value == nil || *ck.Value < 0.004) {
