@@ -58,20 +58,21 @@ type Plan struct {
 	// and/or a config file (or directory) in place of the proxy's own.
 	CandidateImage  string   `yaml:"candidate_image" json:"candidate_image,omitempty"`
 	CandidateConfig string   `yaml:"candidate_config" json:"candidate_config,omitempty"`
-	Margin          float64  `yaml:"margin" json:"margin"`                 // the relative change the run's comparisons are decided at (package decide)
-	Budget          Duration `yaml:"budget" json:"budget,omitempty"`       // duet: stop adding pairs when every gated metric is decided or this time is spent; 0 = run every repeat
-	Observer        bool     `yaml:"observer" json:"observer,omitempty"`   // observer study: every cell also with the observability stack paused
-	Isolate         bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
-	Warmup          Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
-	Cooldown        Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
-	Settle          Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
-	Linger          Duration `yaml:"linger" json:"linger"`                 // at most this long: metrics kept up after the last cell until scraped
-	Timeout         Duration `yaml:"timeout" json:"timeout"`               // per request
-	Preflight       Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long
-	Results         string   `yaml:"results" json:"results"`               // results root
-	MetricsAddr     string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
-	Project         string   `yaml:"project" json:"project"`               // compose project
-	SLO             SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
+	Margin          float64  `yaml:"margin" json:"margin"`                           // the relative change the run's comparisons are decided at (package decide)
+	Budget          Duration `yaml:"budget" json:"budget,omitempty"`                 // duet: stop adding pairs when every gated metric is decided or this time is spent; 0 = run every repeat
+	KeepDisturbed   bool     `yaml:"keep_disturbed" json:"keep_disturbed,omitempty"` // paired comparisons keep the pairs the host disturbed (a host shared by design)
+	Observer        bool     `yaml:"observer" json:"observer,omitempty"`             // observer study: every cell also with the observability stack paused
+	Isolate         bool     `yaml:"isolate" json:"isolate"`                         // pause the other proxies while one runs
+	Warmup          Duration `yaml:"warmup" json:"warmup"`                           // before cells >= 30 s, outside the window
+	Cooldown        Duration `yaml:"cooldown" json:"cooldown"`                       // between proxies, runs with cells >= 30 s
+	Settle          Duration `yaml:"settle" json:"settle"`                           // quiet between cells (timing guarantee)
+	Linger          Duration `yaml:"linger" json:"linger"`                           // at most this long: metrics kept up after the last cell until scraped
+	Timeout         Duration `yaml:"timeout" json:"timeout"`                         // per request
+	Preflight       Duration `yaml:"preflight_wait" json:"preflight_wait"`           // retry a proxy's routes up to this long
+	Results         string   `yaml:"results" json:"results"`                         // results root
+	MetricsAddr     string   `yaml:"metrics_addr" json:"metrics_addr"`               // /metrics listen address
+	Project         string   `yaml:"project" json:"project"`                         // compose project
+	SLO             SLO      `yaml:"slo" json:"slo"`                                 // carried for the reporter
 	// PrometheusTargets is the directory the loadgen workers' scrape
 	// targets are written to for Prometheus's file_sd while they run
 	// (stack.WorkerTargetsDir, mounted into the Prometheus container); ""

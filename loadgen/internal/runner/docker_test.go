@@ -243,7 +243,10 @@ func TestDockerArms(t *testing.T) {
 // decided long before the plan's most pairs, so the run stops after a
 // whole ABBA block, with the looks recorded in the manifest and the plan
 // trimmed to the pairs measured. (What the answer is, on a real proxy, is
-// the e2e duet's and the bootstrap test's question.)
+// the e2e duet's and the bootstrap test's question.) The unit tests
+// share the host by design (make test runs packages side by side), so
+// the duet keeps the pairs the host disturbed (-keep-disturbed): with
+// them left out, a busy host could use up the plan's pairs undecided.
 func TestDockerSequentialDuet(t *testing.T) {
 	t.Parallel()
 	ctx, dc, img := realEngine(t)
@@ -252,7 +255,7 @@ func TestDockerSequentialDuet(t *testing.T) {
 	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
 	dir := t.TempDir()
 	a := args(t, dir, "-project", project, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-repeats", "30", "-control=false",
-		"-duet-cpus", "0.25", "-budget", "10m", "-run", "seq")
+		"-duet-cpus", "0.25", "-budget", "10m", "-keep-disturbed", "-run", "seq")
 	code := run(ctx, a, io.Discard, io.Discard, testLog(t), env{
 		target: func(string) (string, error) { return "http://" + addr, nil },
 		docker: func(context.Context) (Docker, error) { return dc, nil }, clock: &sleeper{},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"proxybench/internal/cellid"
@@ -28,6 +29,8 @@ type sequential struct {
 	opts   decide.Options
 	budget time.Duration
 	start  time.Time
+	keep   bool            // keep the pairs the host disturbed (plan.KeepDisturbed)
+	left   map[string]bool // the pairs left out so far, each logged once
 	rec    *manifest.Sequential
 	log    *slog.Logger
 }
@@ -51,7 +54,7 @@ func newSequential(p *plan.Expanded, now time.Time, log *slog.Logger) *sequentia
 		}
 	}
 	o := decide.Options{Margin: p.Margin, ErrorMargin: decide.DefaultErrorMargin, Alpha: decide.DefaultAlpha, Anytime: true, TOpt: decide.DefaultTOpt}
-	return &sequential{opts: o, budget: time.Duration(p.Budget), start: now, log: log,
+	return &sequential{opts: o, budget: time.Duration(p.Budget), start: now, log: log, keep: p.KeepDisturbed, left: map[string]bool{},
 		rec: &manifest.Sequential{Margin: o.Margin, Alpha: o.Alpha, BudgetS: time.Duration(p.Budget).Seconds(), MaxPair: p.Repeats}}
 }
 
@@ -129,8 +132,12 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 		for r, c := range sd.cand {
 			switch b := sd.base[r]; {
 			case b == nil:
-			case b.Disturbed != "" || c.Disturbed != "":
-				s.log.Info("duet: pair left out, the host disturbed it; another pair is measured instead", "key", k, "pair", r, "why", b.Disturbed+c.Disturbed)
+			case !s.keep && (b.Disturbed != "" || c.Disturbed != ""):
+				if id := fmt.Sprintf("%s r%d", k, r); !s.left[id] {
+					s.left[id] = true
+					s.log.Info("duet: pair left out, the host disturbed it; another pair is measured instead", "key", k, "pair", r,
+						"why", strings.Join(slices.DeleteFunc([]string{b.Disturbed, c.Disturbed}, func(s string) bool { return s == "" }), "; "))
+				}
 			default:
 				reps = append(reps, r)
 			}

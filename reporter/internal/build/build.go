@@ -61,9 +61,12 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	if slo != nil && !cfg.SLOFromFlag {
 		r.SLO = *slo
 	}
-	if margin > 0 && margin < 1 {
+	if (margin > 0 && margin < 1) || set.Keep {
 		q := report.DefaultQuestion
-		q.Margin = margin
+		if margin > 0 && margin < 1 {
+			q.Margin = margin
+		}
+		q.KeepDisturbed = set.Keep
 		r.Question = &q
 	}
 

@@ -18,6 +18,7 @@ type settings struct {
 	Margin    float64       // the comparisons' margin ({"margin": 0.05}), 0 when it has none
 	Candidate bool          // a duet's candidate ran in a container of its own (candidate_image, candidate_config)
 	Timeout   time.Duration // the per-request timeout ({"timeout": "10s"}), 0 when it has none
+	Keep      bool          // paired comparisons keep the pairs the host disturbed ({"keep_disturbed": true})
 }
 
 // planSettings reads the settings from results/<run>/plan.json or the
@@ -43,11 +44,12 @@ func planSettings(dir string, man *manifest.Manifest) (settings, error) {
 		CandidateImage  string  `json:"candidate_image"`
 		CandidateConfig string  `json:"candidate_config"`
 		Timeout         string  `json:"timeout"`
+		KeepDisturbed   bool    `json:"keep_disturbed"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return settings{}, fmt.Errorf("decode %s: %w", src, err)
 	}
-	out := settings{Margin: p.Margin, Candidate: p.CandidateImage != "" || p.CandidateConfig != ""}
+	out := settings{Margin: p.Margin, Candidate: p.CandidateImage != "" || p.CandidateConfig != "", Keep: p.KeepDisturbed}
 	if p.Timeout != "" {
 		if out.Timeout, err = time.ParseDuration(p.Timeout); err != nil {
 			return out, fmt.Errorf("%s: timeout %q: want a duration like 10s", src, p.Timeout)

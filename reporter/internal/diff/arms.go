@@ -61,7 +61,7 @@ func CompareRun(r *report.Report, o Options) RunResult {
 	}
 	for _, arm := range arms {
 		set := ArmSet{Arm: arm}
-		results := report.CompareArm(r.Cells, arm, o.Metrics, o.Question())
+		results := report.CompareArm(r.Cells, arm, o.Metrics, o.questionFor(r))
 		if arm == cellid.ArmCandidate {
 			set.Keys = candidateKeys(g, sd)
 			for _, k := range set.Keys {

@@ -55,6 +55,14 @@ func (o Options) Question() report.Question {
 	return report.Question{Margin: o.Margin, ErrorMargin: o.ErrorMargin, Alpha: o.Alpha}
 }
 
+// questionFor is the options' question about run r's cells, which pairs
+// them as r's plan did (keep_disturbed).
+func (o Options) questionFor(r *report.Report) report.Question {
+	q := o.Question()
+	q.KeepDisturbed = report.QuestionOf(r).KeepDisturbed
+	return q
+}
+
 // Verdicts of a metric row besides the decision's own outcomes.
 const (
 	Missing = "missing"
@@ -77,7 +85,7 @@ func Load(results, id string) (*report.Report, error) {
 // that a report built before the floor existed has one too and every
 // floor is measured alike. It is shown, never used as a minimum effect.
 func noiseOf(r *report.Report, o Options) report.NoiseFloor {
-	return report.Noise(r.Cells, report.BuildGroups(r.Cells), o.Question())
+	return report.Noise(r.Cells, report.BuildGroups(r.Cells), o.questionFor(r))
 }
 
 // answer is a metric row's verdict: the decision's outcome in words, and

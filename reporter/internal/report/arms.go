@@ -147,9 +147,9 @@ func CompareArm(cells []Cell, arm string, metrics []string, q Question) []ArmRes
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: no cell of the plan's own to pair with", r))
 			case a.Validity.Verdict == Invalid:
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the plan's own cell is invalid (%s)", r, invalidCodes(a)))
-			case a.Disturbed != "":
+			case a.Disturbed != "" && !q.KeepDisturbed:
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the host disturbed the plan's own cell: %s", r, a.Disturbed))
-			case b.Disturbed != "":
+			case b.Disturbed != "" && !q.KeepDisturbed:
 				res.Unpaired = append(res.Unpaired, fmt.Sprintf("r%d: the host disturbed the %s cell: %s", r, arm, b.Disturbed))
 			default:
 				pairs = append(pairs, [2]*Cell{a, b})

@@ -14,6 +14,9 @@ type Question struct {
 	Margin      float64 `json:"margin"`
 	ErrorMargin float64 `json:"error_margin"`
 	Alpha       float64 `json:"alpha"`
+	// KeepDisturbed pairs the cells the host disturbed like any other
+	// (the plan's keep_disturbed: a host shared by design).
+	KeepDisturbed bool `json:"keep_disturbed,omitempty"`
 }
 
 // DefaultQuestion is the documented default.

@@ -228,3 +228,26 @@ func TestCompareArmUnpaired(t *testing.T) {
 		t.Errorf("unpaired %q, want %q", got, want)
 	}
 }
+
+// TestCompareArmDisturbed: a pair the host disturbed is left out and
+// says what disturbed it, unless the plan keeps disturbed pairs (a host
+// shared by design), when it counts like any other.
+func TestCompareArmDisturbed(t *testing.T) {
+	t.Parallel()
+	r := synth.Noisy{Seed: 7, Run: "disturbed", Proxies: []string{"nginx"}, CV: 0.03, LatencyCV: 0.06, Control: true}.Report()
+	for i := range r.Cells {
+		if c := &r.Cells[i]; c.Arm == "" && c.Repeat == 3 {
+			c.Disturbed = "the hypervisor stole 31 % of a second of the host's CPUs (>= 20 %)"
+		}
+	}
+	res := report.CompareArm(r.Cells, cellid.ArmControl, []string{"p99_seconds"}, report.DefaultQuestion)
+	want := "r3: the host disturbed the plan's own cell: the hypervisor stole 31 % of a second of the host's CPUs (>= 20 %)"
+	if len(res) != 1 || res[0].Pairs != 4 || strings.Join(res[0].Unpaired, "; ") != want {
+		t.Fatalf("left out: %+v", res)
+	}
+	q := report.DefaultQuestion
+	q.KeepDisturbed = true
+	if res := report.CompareArm(r.Cells, cellid.ArmControl, []string{"p99_seconds"}, q); len(res) != 1 || res[0].Pairs != 5 || len(res[0].Unpaired) != 0 {
+		t.Fatalf("kept: %+v", res)
+	}
+}
