@@ -101,6 +101,7 @@ diff: ## compare two runs, each metric decided at MARGIN: make diff A=<id> B=<id
 
 perf: ## loadgen vs wrk vs hey vs vegeta on loopback, TLS vs wrk and h2 vs h2load; open-loop schedule and latency overhead; parser, reporter and fast-origin benchmarks
 	@scripts/perf.sh
+	@TOOLS="loadgen wrk" TLS_TOOLS="" TOOL_CPU=0 ORIGIN_CPU=0 scripts/perf.sh # the tools beside the origin on one CPU, as make bench places the loadgen on 2 cores
 	@go test -run '^$$' -bench 'OpenLoopSchedule|DelayedHandlerOverhead' -benchtime 3x ./loadgen/internal/attack
 	@go test -run '^$$' -bench . -cpu 1 ./exporter/internal/gctrace
 	@go test -run '^$$' -bench BenchmarkBuild80 -benchtime 5x ./reporter/internal/build

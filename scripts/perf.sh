@@ -11,6 +11,7 @@
 #   CONNS=100 DURATION=20 REPEATS=3 scripts/perf.sh   # median of 3 rounds
 #   TOOLS="loadgen wrk" scripts/perf.sh
 #   TLS_TOOLS="loadgen-h2 h2load" STREAMS=10 scripts/perf.sh   # the TLS table only with TOOLS=""
+#   URL=http://127.0.0.1:8882/fast/ TOOL_CPU=0 scripts/perf.sh   # through a proxy of the stack (make up), the tools beside the origins as make bench places the loadgen
 #
 # A second table compares the TLS engines on a TLS origin (a minimal
 # net/http server with the lab certificate of .cache/tls, HTTP/2 and
@@ -32,7 +33,7 @@ TLS_TOOLS=${TLS_TOOLS-"loadgen-tls wrk-tls loadgen-h2 h2load"}
 STREAMS=${STREAMS:-10}
 TLS_ADDR=127.0.0.1:9105
 ADDR=127.0.0.1:9104
-URL=http://$ADDR/
+URL=${URL:-http://$ADDR/}
 TOOL_CPU=${TOOL_CPU:-1}
 ORIGIN_CPU=${ORIGIN_CPU:-0}
 
@@ -68,7 +69,7 @@ echo "perf: building loadgen" >&2
 go build -o "$tmp/loadgen" ./loadgen
 
 up() { curl -fsS -m 1 -o /dev/null "$URL" 2>/dev/null; }
-origin_note="something already listening on $ADDR (not started or pinned by this script)"
+origin_note="something already answering at $URL (not started or pinned by this script)"
 if ! up; then
   if go build -o "$tmp/origin" ./origins/fast 2>/dev/null; then
     origin_note="origins/fast"

@@ -65,6 +65,7 @@ type evLoop struct {
 	sink     Sink
 	req      *Request
 	epfd     int
+	w        *epollWaiter // waits on epfd (and closes it)
 	family   int
 	sa       syscall.Sockaddr
 	conns    []*evConn
@@ -123,13 +124,19 @@ func NewEventLoop(req *Request, conns, shards int) (*EventLoop, error) {
 	loops := make([]*evLoop, shards)
 	for i := range loops {
 		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		var w *epollWaiter
+		if err == nil {
+			if w, err = newEpollWaiter(epfd); err != nil {
+				syscall.Close(epfd)
+			}
+		}
 		if err != nil {
 			for _, l := range loops[:i] {
-				syscall.Close(l.epfd)
+				l.w.close()
 			}
 			return nil, fmt.Errorf("epoll: %w", err)
 		}
-		loops[i] = &evLoop{req: req, epfd: epfd, family: family, sa: cloneSockaddr(sa)}
+		loops[i] = &evLoop{req: req, epfd: epfd, w: w, family: family, sa: cloneSockaddr(sa)}
 	}
 	for i := range conns {
 		l := loops[i%shards]
@@ -150,7 +157,8 @@ func (e *EventLoop) Run(i int, sink Sink) {
 }
 
 func (l *evLoop) run() {
-	defer syscall.Close(l.epfd)
+	w := l.w
+	defer w.close()
 	events := make([]syscall.EpollEvent, 256)
 	now := l.sink.Now()
 	for i, c := range l.conns {
@@ -162,12 +170,14 @@ func (l *evLoop) run() {
 	l.drainPending()
 	lastCheck := now
 	for l.busy > 0 {
-		wait := int(evCheck / time.Millisecond)
+		var n int
+		var err error
 		if len(l.pending) > 0 || len(l.ready) > 0 {
-			wait = 0
+			n, err = w.now(events)
+		} else {
+			n, err = w.wait(events, evCheck)
 		}
-		n, err := syscall.EpollWait(l.epfd, events, wait)
-		if err != nil && !errors.Is(err, syscall.EINTR) {
+		if err != nil {
 			l.failAll(os.NewSyscallError("epoll_wait", err))
 			break
 		}
