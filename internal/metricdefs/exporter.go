@@ -10,7 +10,9 @@ var (
 	GCConcurrentMark = def(Def{Name: "proxybench_gc_concurrent_mark_seconds_total", Type: Counter, Owner: Exporter, Labels: with(GCLabels),
 		Help: "Wall-clock time spent in concurrent mark and scan."})
 	GCCPU = def(Def{Name: "proxybench_gc_cpu_seconds_total", Type: Counter, Owner: Exporter, Labels: with(GCLabels),
-		Help: "CPU time of all GC phases: sweep termination, assist, background and idle mark, mark termination."})
+		Help: "CPU time GC cost the program: sweep termination, mark assists, background mark workers and mark termination; idle mark workers are in proxybench_gc_idle_mark_cpu_seconds_total."})
+	GCIdleMarkCPU = def(Def{Name: "proxybench_gc_idle_mark_cpu_seconds_total", Type: Counter, Owner: Exporter, Labels: with(GCLabels),
+		Help: "CPU time of GC's idle mark workers, which run only on processors with nothing else to do (not in proxybench_gc_cpu_seconds_total)."})
 	GCTraceParseErrors = def(Def{Name: "proxybench_gctrace_parse_errors_total", Type: Counter, Owner: Exporter, Labels: with(GCLabels),
 		Help: "gc lines whose cycle number was read but whose details were torn or unrecognised."})
 	GCPause = def(Def{Name: "proxybench_gc_pause_seconds", Type: Histogram, Owner: Exporter, Labels: with(GCLabels),

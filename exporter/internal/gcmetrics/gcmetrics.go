@@ -29,6 +29,7 @@ var cycleRows = []struct {
 }{
 	{metricdefs.GCConcurrentMark, func(c *gctrace.Cycle) float64 { return c.Mark.Seconds() }},
 	{metricdefs.GCCPU, func(c *gctrace.Cycle) float64 { return c.CPU().Seconds() }},
+	{metricdefs.GCIdleMarkCPU, func(c *gctrace.Cycle) float64 { return c.CPUIdle.Seconds() }},
 	{metricdefs.GCCPUFraction, func(c *gctrace.Cycle) float64 { return float64(c.CPUPercent) / 100 }},
 	{metricdefs.GCHeapStart, func(c *gctrace.Cycle) float64 { return float64(c.HeapStart) }},
 	{metricdefs.GCHeapEnd, func(c *gctrace.Cycle) float64 { return float64(c.HeapEnd) }},

@@ -123,9 +123,14 @@ proxybench_gc_gomaxprocs{container="proxybench-traefik",service="traefik"} 2
 		"proxybench_gc_heap_goal_bytes", "proxybench_gc_last_cycle_timestamp_seconds", "proxybench_gc_gomaxprocs"); err != nil {
 		t.Error(err)
 	}
-	// CPU: (0.020+0.5+1.0+0.5+0.040) + (0.200+0+1.0+0+0.400) ms
-	if got, want := testutil.ToFloat64(m.vec(metricdefs.GCCPU)), 3.66e-3; got < want-1e-12 || got > want+1e-12 {
+	// CPU: sweep termination, assist, background and mark termination,
+	// (0.020+0.5+1.0+0.040) + (0.200+0+1.0+0.400) ms; the idle mark
+	// workers' 0.5 + 0 ms apart.
+	if got, want := testutil.ToFloat64(m.vec(metricdefs.GCCPU)), 3.16e-3; got < want-1e-12 || got > want+1e-12 {
 		t.Errorf("cpu seconds = %v, want %v", got, want)
+	}
+	if got, want := testutil.ToFloat64(m.vec(metricdefs.GCIdleMarkCPU)), 0.5e-3; got < want-1e-12 || got > want+1e-12 {
+		t.Errorf("idle mark cpu seconds = %v, want %v", got, want)
 	}
 	// Compose recreates: the new container (same name) starts before the
 	// old one is removed; removing the old one keeps the new one's series.

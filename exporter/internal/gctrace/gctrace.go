@@ -67,9 +67,13 @@ type Cycle struct {
 // Pause is the stop-the-world time: sweep termination plus mark termination.
 func (c *Cycle) Pause() time.Duration { return c.SweepTerm + c.MarkTerm }
 
-// CPU is the CPU time of all phases together.
+// CPU is the CPU the cycle cost the program: every phase but the idle
+// mark workers (CPUIdle), which run only on processors that had nothing
+// else to do and so take no CPU from its goroutines. Counted in, they made
+// a proxy with idle processors look as if GC cost it more than one that
+// was busy.
 func (c *Cycle) CPU() time.Duration {
-	return c.CPUSweepTerm + c.CPUAssist + c.CPUBackground + c.CPUIdle + c.CPUMarkTerm
+	return c.CPUSweepTerm + c.CPUAssist + c.CPUBackground + c.CPUMarkTerm
 }
 
 // ErrTorn reports a gc line whose cycle number was read but whose rest was

@@ -147,7 +147,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	cell.LoadgenCPU = report.LoadgenCPU{MeanCores: nan, PeakCores: nan, LimitCores: nan, LagP99Seconds: nan}
 	cell.Missed, cell.Capped, cell.InFlightMean = nan, nan, nan
 	if isGo {
-		cell.GC = &report.GC{Cycles: nan, ForcedCycles: nan, CPUSeconds: nan, LiveHeapMeanBytes: nan, LiveHeapSlope: nan,
+		cell.GC = &report.GC{Cycles: nan, ForcedCycles: nan, CPUSeconds: nan, IdleMarkCPUSeconds: nan, LiveHeapMeanBytes: nan, LiveHeapSlope: nan,
 			PauseP50: nan, PauseP99: nan, PauseMax: nan}
 	}
 	a := &cellAcc{cell: &cell, lateCodes: map[string]int64{}, lateReasons: map[string]int64{},

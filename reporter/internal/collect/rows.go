@@ -330,6 +330,7 @@ var cellRows = func() []cellRow {
 		{"gc_cycles", byExporter, increase(metricdefs.GCCycles, svcSel, true), gc(func(g *report.GC) *report.Num { return &g.Cycles })},
 		{"gc_forced", byExporter, increase(metricdefs.GCForcedCycles, svcSel, true), gc(func(g *report.GC) *report.Num { return &g.ForcedCycles })},
 		{"gc_cpu", byExporter, increase(metricdefs.GCCPU, svcSel, true), gc(func(g *report.GC) *report.Num { return &g.CPUSeconds })},
+		{"gc_idle_cpu", byExporter, increase(metricdefs.GCIdleMarkCPU, svcSel, true), gc(func(g *report.GC) *report.Num { return &g.IdleMarkCPUSeconds })},
 		{"gomaxprocs", byExporter, overWindow("max", "last_over_time", metricdefs.GCGOMAXPROCS, true), into(func(a *cellAcc) *report.Num { return &a.gomaxprocs })},
 		{"heap_mean", byExporter, overWindow("sum", "avg_over_time", metricdefs.GCHeapLive, true), gc(func(g *report.GC) *report.Num { return &g.LiveHeapMeanBytes })},
 	}...)

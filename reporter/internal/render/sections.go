@@ -211,7 +211,7 @@ func gcSection(r *report.Report) Section {
 			txt(fmtNum(g.CPUPercent, 1)), txt(fmtNum(g.ShareOfProxyCPU, 1) + " %"), txt(fmtDur(g.PauseP50)), txt(fmtDur(g.PauseP99)),
 			txt(fmtDur(g.PauseMax)), txt(fmtMB(g.LiveHeapMeanBytes)), txt(fmtNum(g.LiveHeapSlope, 2))})
 	}
-	t.Notes = []string{"From the proxies' gctrace: STW = sweep termination + mark termination (wall clock), percentiles are histogram estimates, max is the upper bound of the highest bucket. GC CPU % is GC CPU seconds over duration × GOMAXPROCS. nginx and HAProxy are C programs without a GC."}
+	t.Notes = []string{"From the proxies' gctrace: STW = sweep termination + mark termination (wall clock), percentiles are histogram estimates, max is the upper bound of the highest bucket. GC CPU % is GC CPU seconds over duration × GOMAXPROCS; GC CPU is what GC took from the program (sweep and mark termination, mark assists, background mark workers), without the idle mark workers, which run only on processors that had nothing else to do (report.json's `idle_mark_cpu_seconds`). nginx and HAProxy are C programs without a GC."}
 	sec.Tables = append(sec.Tables, t)
 	sec.Text = append(sec.Text, gcTakeaways(goCells)...)
 	return sec

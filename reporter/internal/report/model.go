@@ -317,17 +317,18 @@ type Instrument struct {
 
 // GC is a Go proxy's garbage collector over the window (gctrace).
 type GC struct {
-	Cycles            Num `json:"cycles"`
-	ForcedCycles      Num `json:"forced_cycles"`
-	CyclesPerS        Num `json:"cycles_per_second"`
-	CPUSeconds        Num `json:"cpu_seconds"`
-	CPUPercent        Num `json:"cpu_percent"` // GC CPU / (duration x GOMAXPROCS)
-	ShareOfProxyCPU   Num `json:"share_of_proxy_cpu_percent"`
-	PauseP50          Num `json:"stw_pause_p50_seconds"`
-	PauseP99          Num `json:"stw_pause_p99_seconds"`
-	PauseMax          Num `json:"stw_pause_max_seconds"` // bucket upper bound
-	LiveHeapMeanBytes Num `json:"live_heap_mean_bytes"`
-	LiveHeapSlope     Num `json:"live_heap_slope_mb_per_min"`
+	Cycles             Num `json:"cycles"`
+	ForcedCycles       Num `json:"forced_cycles"`
+	CyclesPerS         Num `json:"cycles_per_second"`
+	CPUSeconds         Num `json:"cpu_seconds"`           // what GC cost the program (no idle mark workers)
+	IdleMarkCPUSeconds Num `json:"idle_mark_cpu_seconds"` // idle mark workers: CPU no goroutine wanted
+	CPUPercent         Num `json:"cpu_percent"`           // GC CPU / (duration x GOMAXPROCS)
+	ShareOfProxyCPU    Num `json:"share_of_proxy_cpu_percent"`
+	PauseP50           Num `json:"stw_pause_p50_seconds"`
+	PauseP99           Num `json:"stw_pause_p99_seconds"`
+	PauseMax           Num `json:"stw_pause_max_seconds"` // bucket upper bound
+	LiveHeapMeanBytes  Num `json:"live_heap_mean_bytes"`
+	LiveHeapSlope      Num `json:"live_heap_slope_mb_per_min"`
 }
 
 // TimeSeries are per-second samples over the window, T in seconds from start.
