@@ -50,6 +50,11 @@ type flagCell struct {
 	ProxyRes struct {
 		CPUMean *float64 `json:"cpu_mean_cores"`
 	} `json:"proxy_resources"`
+	Latency struct {
+		P99 *float64 `json:"p99"`
+	} `json:"latency"`
+	Queued   *float64 `json:"open_loop_queued"`
+	Missed   *float64 `json:"open_loop_missed"`
 	Validity validity `json:"validity"`
 }
 
@@ -548,16 +553,26 @@ func TestFlagTooFewSamples(t *testing.T) {
 	mustStayQuiet(t, ctl, "too_few_samples", "sut_saturated")
 }
 
-// TestFlagSUTSaturated: an open loop offered far more than 2 connections
-// to a slow route can carry waits for its max in flight: the proxy is
-// saturated (sut_saturated), which is not the loadgen's ceiling.
+// TestFlagSUTSaturated: an open loop offered 400 req/s to 2 connections
+// on a 50 ms route (40 req/s) waits for its max in flight: the proxy is
+// saturated, not the loadgen. What is still queued at the window's end is
+// sent after it, its latency from the intended time, until the 2 s
+// timeout of that drain: the request due at t is sent near 10t, so p99
+// shows the queue, over 3.5 s where the 3 s window alone could not hold
+// more than about 3 s; with 90 % of the sends queued past the end or
+// never sent, the cell is invalid (sut_saturated). The controls (a rate
+// the route carries) are TestFlagTooFewSamples's.
 func TestFlagSUTSaturated(t *testing.T) {
 	results := t.TempDir()
 	c := cell(t, runCells(t, results, "sat", nil, "-tier", "3s", "-proxies", "nginx", "-origins", "fast", "-scenarios", "slow",
-		"-slow-delay", "50ms", "-rate", "400", "-concurrency", "2", "-isolate=false"), "nginx.fast.slow.3s.r1")
-	mustFire(t, c, "sut_saturated", "suspect", "max in flight")
+		"-slow-delay", "50ms", "-rate", "400", "-concurrency", "2", "-timeout", "2s", "-isolate=false"), "nginx.fast.slow.3s.r1")
+	mustFire(t, c, "sut_saturated", "invalid", "still queued at the window's end")
 	if sev, why := c.flag("loadgen_bound"); sev == "invalid" {
 		t.Errorf("saturated proxy judged loadgen_bound: %s", why)
+	}
+	if c.Queued == nil || *c.Queued < 20 || c.Latency.P99 == nil || *c.Latency.P99 < 3.5 {
+		t.Errorf("%s: queued past the end %v, missed %v, p99 %v s: want the queue sent after the window and its latency from the intended time (p99 > 3.5 s)",
+			c.ID, deref(c.Queued), deref(c.Missed), deref(c.Latency.P99))
 	}
 }
 

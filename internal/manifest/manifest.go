@@ -161,6 +161,7 @@ type Cell struct {
 	LateReasons map[string]int64 `json:"late_reasons,omitempty"`      // error reason -> late errors
 	DrainEnd    *time.Time       `json:"drain_end,omitempty"`         // when the last late request completed
 	Missed      int64            `json:"missed,omitempty"`            // open loop: due inside the window, never sent
+	Queued      int64            `json:"queued,omitempty"`            // open loop: due inside the window, still queued at its end, sent after it
 	Capped      int64            `json:"capped,omitempty"`            // open loop: sends that waited because max in flight was reached
 	LagP99S     float64          `json:"lag_p99_seconds,omitempty"`   // open loop: p99 of (actual - intended) send time over sends that did not wait for the cap
 	Expected    []string         `json:"expected_statuses,omitempty"` // status classes the scenario expects, e.g. ["2xx", "401"]

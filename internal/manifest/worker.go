@@ -43,6 +43,7 @@ type Worker struct {
 	Scheduled int64      `json:"scheduled,omitempty"`
 	Sent      int64      `json:"sent,omitempty"`
 	Missed    int64      `json:"missed,omitempty"`
+	Queued    int64      `json:"queued,omitempty"`
 	Capped    int64      `json:"capped,omitempty"`
 	LagP99S   float64    `json:"lag_p99_seconds,omitempty"`
 	Latency   Latency    `json:"latency"` // its exact HdrHistogram's percentiles (the cell's is the merge)

@@ -33,6 +33,8 @@ var (
 		Help: "TLS handshakes of the loadgen's connections (QUIC's included), by result: full, resumed, cert_error, alpn_mismatch (the server selected another protocol than asked), version_mismatch (the server refused the versions asked), error."})
 	TLSHandshakeDuration = def(Def{Name: "proxybench_tls_handshake_duration_seconds", Type: Histogram, Owner: Loadgen, Labels: with(TrafficLabels, "resumed"),
 		Help: "Duration of the completed TLS handshakes, from the ClientHello to the handshake's end (TCP connect excluded; HTTP/3: the whole QUIC dial), by resumed (true, false)."})
+	OpenLoopQueued = def(Def{Name: "proxybench_open_loop_queued_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
+		Help: "Open loop: requests due inside an attack's window and still queued at its end (max in flight reached), sent after it with their latency from the intended time (also counted in proxybench_open_loop_sent_total)."})
 	OpenLoopCapped = def(Def{Name: "proxybench_open_loop_capped_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
 		Help: "Open loop: sends that waited because max in flight was reached (the target saturated, not the loadgen)."})
 )

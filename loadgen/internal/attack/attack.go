@@ -408,8 +408,12 @@ func (r *run) hold(ctx context.Context, timer *time.Timer, now, until time.Time)
 // (up to the model's MaxWorkers), which connects before it claims its first
 // request. Only when the limit is reached does a request wait for a worker
 // (capped); then it was claimed after its due time and its latency counts
-// from the due time (coordinated omission corrected). At the window's end
-// the workers stop sending: what was due and not sent by then is missed.
+// from the due time (coordinated omission corrected). A request due inside
+// the window and still queued at its end (the target held every worker)
+// is sent after it, late, its latency from the due time, so that the
+// window's latency includes the queue a saturated target built; only
+// after a request timeout of such a drain, on cancellation, or under a
+// MaxRate cap do the workers stop: what was due and not sent is missed.
 func (r *run) openWorker(ctx context.Context, id int) {
 	d := r.newDoer(id)
 	defer d.Close()
@@ -451,7 +455,10 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		// Otherwise the loadgen itself was late.
 		o := openSend{lag: now.Sub(due), capped: !waited && noneIdle && r.workers.Load() >= int64(r.maxWorkers)}
 		if !now.Before(r.end()) {
-			return
+			if r.cancelled.Load() != 0 || r.limit != nil || now.Sub(r.end()) >= r.s.Timeout {
+				return
+			}
+			o.queued = true
 		}
 		if noneIdle {
 			r.spawn(ctx, r.openWorker)
@@ -470,6 +477,9 @@ func (r *run) openWorker(ctx context.Context, id int) {
 			}
 		}
 		r.rm.sent.Inc()
+		if o.queued {
+			r.rm.queued.Inc()
+		}
 		if o.capped {
 			r.rm.capped.Inc()
 		} else if !o.held {

@@ -121,15 +121,17 @@ func kneeBroke(res *Result, o KneeOptions) (why string, loadgen bool) {
 		return fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio), false
 	case p99 > o.P99:
 		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99), false
-	case float64(res.Sent) < 0.99*float64(res.Scheduled):
+	case float64(res.Sent-res.Queued) < 0.99*float64(res.Scheduled):
+		// Sent inside the window: what was still queued at its end was
+		// sent after it.
 		if 100*res.Capped > res.Sent {
 			// More than 1 % of the sends waited for a free connection: the
 			// target is saturated (a few capped sends at the start are only
 			// the pool connecting).
-			return fmt.Sprintf("sent %d of %d scheduled: max in flight reached (capped %d)", res.Sent, res.Scheduled, res.Capped), false
+			return fmt.Sprintf("sent %d of %d scheduled inside the window: max in flight reached (capped %d, %d queued past its end)", res.Sent-res.Queued, res.Scheduled, res.Capped, res.Queued), false
 		}
-		return fmt.Sprintf("sent %d of %d scheduled: the loadgen could not keep up (missed %d, lag p99 %v)",
-			res.Sent, res.Scheduled, res.Missed, res.LagP99), true
+		return fmt.Sprintf("sent %d of %d scheduled inside the window: the loadgen could not keep up (missed %d, queued past its end %d, lag p99 %v)",
+			res.Sent-res.Queued, res.Scheduled, res.Missed, res.Queued, res.LagP99), true
 	}
 	return "", false
 }

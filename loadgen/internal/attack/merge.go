@@ -46,6 +46,7 @@ func Merge(rs ...*Result) *Result {
 		m.Sent += r.Sent
 		m.WrongOrigin += r.WrongOrigin
 		m.Missed += r.Missed
+		m.Queued += r.Queued
 		m.Capped += r.Capped
 		m.Held += r.Held
 		m.Late += r.Late

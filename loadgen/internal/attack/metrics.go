@@ -26,6 +26,7 @@ type Metrics struct {
 	lateCodes   *prometheus.CounterVec
 	lateErrors  *prometheus.CounterVec
 	missed      *prometheus.CounterVec
+	queued      *prometheus.CounterVec
 	capped      *prometheus.CounterVec
 	handshakes  *prometheus.CounterVec
 	hsDuration  *prometheus.HistogramVec
@@ -63,12 +64,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lateCodes:   metricdefs.RequestsLate.NewCounterVec(),
 		lateErrors:  metricdefs.RequestErrorsLate.NewCounterVec(),
 		missed:      metricdefs.OpenLoopMissed.NewCounterVec(),
+		queued:      metricdefs.OpenLoopQueued.NewCounterVec(),
 		capped:      metricdefs.OpenLoopCapped.NewCounterVec(),
 		handshakes:  metricdefs.TLSHandshakes.NewCounterVec(),
 		hsDuration:  hist(metricdefs.TLSHandshakeDuration),
 	}
 	reg.MustRegister(m.requests, m.errors, m.duration, m.bytes, m.inFlight, m.scheduled,
-		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.lateCodes, m.lateErrors, m.missed, m.capped,
+		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.lateCodes, m.lateErrors, m.missed, m.queued, m.capped,
 		m.handshakes, m.hsDuration)
 	return m
 }
@@ -96,6 +98,7 @@ type runMetrics struct {
 	lateCodes   *prometheus.CounterVec // curried: only code left
 	lateErrors  [numReasons]prometheus.Counter
 	missed      prometheus.Counter
+	queued      prometheus.Counter
 	capped      prometheus.Counter
 
 	handshakes        [wire.NumHandshakeResults]prometheus.Counter
@@ -117,6 +120,7 @@ func (m *Metrics) forRun(l Labels, p wire.Proto) *runMetrics {
 		wrongOrigin: m.wrongOrigin.WithLabelValues(vals...),
 		lateCodes:   m.lateCodes.MustCurryWith(lv),
 		missed:      m.missed.WithLabelValues(vals...),
+		queued:      m.queued.WithLabelValues(vals...),
 		capped:      m.capped.WithLabelValues(vals...),
 	}
 	for i := range r.errors {

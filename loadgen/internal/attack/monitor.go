@@ -142,6 +142,7 @@ func (r *run) result() *Result {
 		res.WrongOrigin += rec.wrongOrigin
 		res.Sent += rec.sent
 		res.Capped += rec.capped
+		res.Queued += rec.queued
 		res.Held += rec.held.Load()
 		res.Late += rec.late
 		for c, n := range rec.codes {

@@ -41,9 +41,9 @@ type recorder struct {
 	interval *hdrhistogram.Histogram // everything since the last progress snapshot
 	lag      *hdrhistogram.Histogram // open loop: lag of the window's non-capped sends; nil in closed loop
 
-	requests, errors, bytes, wrongOrigin, sent, capped int64
-	codes                                              map[int]int64
-	reasons                                            [numReasons]int64
+	requests, errors, bytes, wrongOrigin, sent, capped, queued int64
+	codes                                                      map[int]int64
+	reasons                                                    [numReasons]int64
 
 	late        int64 // completed after the window's end
 	lateCodes   map[int]int64
@@ -81,6 +81,7 @@ type openSend struct {
 	lag    time.Duration
 	capped bool
 	held   bool // the MaxRate cap held it: its lag is the cap's, out of LagP99 too
+	queued bool // due inside the window, still queued at its end: sent after it
 }
 
 // record accounts one finished request; latency is from the (intended) send.
@@ -100,6 +101,9 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		r.sent++
 		if open.held {
 			r.held.Add(1)
+		}
+		if open.queued {
+			r.queued++
 		}
 		if open.capped {
 			r.capped++

@@ -144,6 +144,7 @@ type Result struct {
 	Scheduled   int64 // open loop: requests due in the window
 	Sent        int64 // open loop: requests due in the window and sent in it
 	Missed      int64 // open loop: due in the window, never sent (Scheduled - Sent)
+	Queued      int64 // open loop: due in the window, still queued at its end (max in flight reached), sent after it
 	Capped      int64 // open loop: sends of the window that waited because max in flight was reached
 	Held        int64 // sends of the window that Spec.MaxRate held (open loop: past their due time)
 	WrongOrigin int64

@@ -151,39 +151,60 @@ func TestStallAtTheEndIsLateNotALongerWindow(t *testing.T) {
 
 // 300/s offered to a server that takes 20 ms per request over 2
 // connections (at most 100/s): the sends wait for a free connection
-// (capped, kept out of the lag), the window's end stops them, and what was
-// due and never sent is missed.
-func TestOpenLoopOverCapacityIsCappedAndMissed(t *testing.T) {
+// (capped, kept out of the lag); what is still queued at the window's end
+// is sent after it, late, its latency from its intended time, so the
+// latency shows the queue the saturated server built (the request due at
+// t waits about 2t: a p99 near 2 s, where leaving the queue out gave about
+// 1 s). A drain longer than the request timeout stops: the rest is missed.
+func TestOpenLoopOverCapacityQueuesPastTheEnd(t *testing.T) {
 	t.Parallel()
-	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
-	a, reg := newAttacker(t)
-	res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 300, MaxInFlight: 2, Duration: time.Second},
-		Labels: Labels{"nginx", "fast", "simple"}})
-	t.Logf("scheduled %d sent %d missed %d capped %d late %d lag p99 %v", res.Scheduled, res.Sent, res.Missed, res.Capped, res.Late, res.LagP99)
-	if res.Scheduled != 300 || res.Sent+res.Missed != res.Scheduled {
-		t.Errorf("scheduled %d (want 300), sent %d + missed %d", res.Scheduled, res.Sent, res.Missed)
-	}
-	// 2 connections x 1 s / 20 ms, and the 2 in flight at the end.
-	if res.Sent > 102 || res.Missed < 198 {
-		t.Errorf("sent %d, missed %d: the server takes at most 100/s", res.Sent, res.Missed)
-	}
-	if res.Capped < res.Sent/2 {
-		t.Errorf("capped %d of %d sent: most sends waited for a connection", res.Capped, res.Sent)
-	}
-	if res.Requests+res.Errors+res.Late != res.Sent || srv.Handled.Load() != res.Sent {
-		t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, srv.Handled.Load())
-	}
-	text := gather(t, reg)
-	lb := `{origin="fast",protocol="h1",proxy="nginx",scenario="simple"}`
-	for _, want := range []string{
-		"proxybench_open_loop_missed_total" + lb + " " + itoa(int(res.Missed)),
-		"proxybench_open_loop_capped_total" + lb + " " + itoa(int(res.Capped)),
-		"proxybench_open_loop_sent_total" + lb + " " + itoa(int(res.Sent)),
-		"proxybench_open_loop_lag_seconds_count" + lb + " " + itoa(int(res.Sent-res.Capped)),
-	} {
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("metrics lack %q", want)
-		}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"drained", 0}, {"drain stopped by the timeout", 400 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) })
+			a, reg := newAttacker(t)
+			res := mustRun(t, a, Spec{URL: srv.URL, Load: load.Open{Rate: 300, MaxInFlight: 2, Duration: time.Second}, Timeout: tc.timeout,
+				Labels: Labels{"nginx", "fast", "simple"}})
+			p99 := latency(res).P99
+			t.Logf("scheduled %d sent %d (queued past the end %d) missed %d capped %d late %d p99 %.3fs", res.Scheduled, res.Sent, res.Queued, res.Missed, res.Capped, res.Late, p99)
+			if res.Scheduled != 300 || res.Sent+res.Missed != res.Scheduled {
+				t.Errorf("scheduled %d (want 300), sent %d + missed %d", res.Scheduled, res.Sent, res.Missed)
+			}
+			// 2 connections x 1 s / 20 ms inside the window, and the 2 in
+			// flight at its end.
+			if inWindow := res.Sent - res.Queued; inWindow > 102 || res.Queued+res.Missed < 198 {
+				t.Errorf("sent %d inside the window, queued %d, missed %d: the server takes at most 100/s", inWindow, res.Queued, res.Missed)
+			}
+			if tc.timeout == 0 {
+				if res.Missed != 0 || p99 < 1.6 {
+					t.Errorf("missed %d, p99 %.3fs: want every queued request sent after the window, the last ~2 s after its intended time", res.Missed, p99)
+				}
+			} else if res.Missed < 100 || res.Queued < 10 {
+				t.Errorf("queued %d, missed %d: want the drain sending until the %v timeout, then stopping", res.Queued, res.Missed, tc.timeout)
+			}
+			if res.Capped < res.Sent/2 {
+				t.Errorf("capped %d of %d sent: most sends waited for a connection", res.Capped, res.Sent)
+			}
+			if res.Requests+res.Errors+res.Late != res.Sent || srv.Handled.Load() != res.Sent {
+				t.Errorf("requests %d + errors %d + late %d, sent %d, server %d", res.Requests, res.Errors, res.Late, res.Sent, srv.Handled.Load())
+			}
+			text := gather(t, reg)
+			lb := `{origin="fast",protocol="h1",proxy="nginx",scenario="simple"}`
+			for _, want := range []string{
+				"proxybench_open_loop_missed_total" + lb + " " + itoa(int(res.Missed)),
+				"proxybench_open_loop_queued_total" + lb + " " + itoa(int(res.Queued)),
+				"proxybench_open_loop_capped_total" + lb + " " + itoa(int(res.Capped)),
+				"proxybench_open_loop_sent_total" + lb + " " + itoa(int(res.Sent)),
+				"proxybench_open_loop_lag_seconds_count" + lb + " " + itoa(int(res.Sent-res.Capped)),
+			} {
+				if !strings.Contains(text, want+"\n") {
+					t.Errorf("metrics lack %q", want)
+				}
+			}
+		})
 	}
 }
 
@@ -291,9 +312,9 @@ func TestKneeWhyTellsCappedFromMissed(t *testing.T) {
 	}{
 		{"held", Result{Requests: 1000, Codes: map[int]int64{200: 1000}, Scheduled: 1000, Sent: 995, Missed: 5}, ""},
 		{"capped", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 400},
-			"sent 900 of 1000 scheduled: max in flight reached (capped 400)"},
+			"sent 900 of 1000 scheduled inside the window: max in flight reached (capped 400, 0 queued past its end)"},
 		{"loadgen", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 2, LagP99: 30 * time.Millisecond},
-			"sent 900 of 1000 scheduled: the loadgen could not keep up (missed 100, lag p99 30ms)"},
+			"sent 900 of 1000 scheduled inside the window: the loadgen could not keep up (missed 100, queued past its end 0, lag p99 30ms)"},
 		{"errors first", Result{Requests: 900, Errors: 100, Codes: ok, Scheduled: 1000, Sent: 1000}, "error ratio 0.1000 > 0.0100 (errors and 5xx)"},
 	} {
 		got, retry, instrument := kneeWhy(&tc.res, o, 1000, 0)

@@ -160,7 +160,7 @@ func fill(mc *manifest.Cell, res *attack.Result, now time.Time) {
 		mc.Codes[strconv.Itoa(code)] = k
 	}
 	mc.ErrorReasons = maps.Clone(res.ErrorReasons)
-	mc.Late, mc.Missed, mc.Capped, mc.LagP99S = res.Late, res.Missed, res.Capped, res.LagP99.Seconds()
+	mc.Late, mc.Missed, mc.Queued, mc.Capped, mc.LagP99S = res.Late, res.Missed, res.Queued, res.Capped, res.LagP99.Seconds()
 	mc.Protocol, mc.TLS = string(res.Protocol), res.TLS
 	if len(res.LateCodes) > 0 {
 		mc.LateCodes = map[string]int64{}

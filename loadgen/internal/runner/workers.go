@@ -22,7 +22,7 @@ func workers(ws []attack.WorkerResult) []manifest.Worker {
 			start, end := r.Start, r.End
 			mw.Start, mw.End = &start, &end
 			mw.Requests, mw.Errors, mw.Late = r.Requests, r.Errors, r.Late
-			mw.Scheduled, mw.Sent, mw.Missed, mw.Capped, mw.LagP99S = r.Scheduled, r.Sent, r.Missed, r.Capped, r.LagP99.Seconds()
+			mw.Scheduled, mw.Sent, mw.Missed, mw.Queued, mw.Capped, mw.LagP99S = r.Scheduled, r.Sent, r.Missed, r.Queued, r.Capped, r.LagP99.Seconds()
 			mw.Latency = manifest.LatencyOf(r.Hist)
 			if r.Hist != nil {
 				if b, err := r.Hist.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {

@@ -357,6 +357,9 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		if !c.Capped.Known() {
 			c.Capped = report.Num(mc.Capped)
 		}
+		if !c.Queued.Known() {
+			c.Queued = report.Num(mc.Queued)
+		}
 		if !c.LoadgenCPU.LagP99Seconds.Known() && mc.LagP99S > 0 {
 			c.LoadgenCPU.LagP99Seconds = report.Num(mc.LagP99S)
 		}

@@ -145,7 +145,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	nan := report.NaN()
 	cell.ProxyRes = report.Resources{CPUMeanCores: nan, CPUPeakCores: nan, MemMeanBytes: nan, MemPeakBytes: nan, MemSlopeMBPerMin: nan}
 	cell.LoadgenCPU = report.LoadgenCPU{MeanCores: nan, PeakCores: nan, LimitCores: nan, LagP99Seconds: nan}
-	cell.Missed, cell.Capped, cell.InFlightMean = nan, nan, nan
+	cell.Missed, cell.Capped, cell.Queued, cell.InFlightMean = nan, nan, nan, nan
 	if isGo {
 		cell.GC = &report.GC{Cycles: nan, ForcedCycles: nan, CPUSeconds: nan, IdleMarkCPUSeconds: nan, LiveHeapMeanBytes: nan, LiveHeapSlope: nan,
 			PauseP50: nan, PauseP99: nan, PauseMax: nan}

@@ -288,6 +288,7 @@ var cellRows = func() []cellRow {
 		{"late_reason", byLoadgen, traffic(metricdefs.RequestErrorsLate, "reason"), byLabel("reason", true, func(a *cellAcc) map[string]int64 { return a.lateReasons })},
 		{"missed", byLoadgen, traffic(metricdefs.OpenLoopMissed, ""), cell(func(c *report.Cell) *report.Num { return &c.Missed })},
 		{"capped", byLoadgen, traffic(metricdefs.OpenLoopCapped, ""), cell(func(c *report.Cell) *report.Num { return &c.Capped })},
+		{"queued", byLoadgen, traffic(metricdefs.OpenLoopQueued, ""), cell(func(c *report.Cell) *report.Num { return &c.Queued })},
 	}
 	rows = append(rows, latencyRows()...)
 	rows = append(rows, handshakeRows()...)

@@ -154,6 +154,7 @@ type Cell struct {
 	Sent             int64 `json:"open_loop_sent"`
 	Missed           Num   `json:"open_loop_missed"` // due inside the window, never sent; null when not published (closed loop)
 	Capped           Num   `json:"open_loop_capped"` // sends that waited for a free max-in-flight slot; null when not published
+	Queued           Num   `json:"open_loop_queued"` // due inside the window, still queued at its end, sent after it (latency from the due time); null when not published
 	InFlightMean     Num   `json:"in_flight_mean"`
 	Scrapes          int   `json:"scrapes"`
 

@@ -344,9 +344,32 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 				achieved, float64(c.TargetRateRPS), 100*achieved/float64(c.TargetRateRPS), Pct(th.OpenLoopAchieved))
 		}
 	}
-	if c.Missed.Known() && c.Scheduled > 0 && float64(c.Missed) > th.OpenLoopMissed*float64(c.Scheduled) && !capped {
-		add(FlagLoadgenBound, Invalid, "open loop missed %d of %d scheduled sends (%.1f %%, > %s): they were due inside the window and never sent",
-			int64(c.Missed), c.Scheduled, 100*float64(c.Missed)/float64(c.Scheduled), Pct(th.OpenLoopMissed))
+	// Sends due inside the window and not sent in it: missed (never sent)
+	// or queued past its end (sent after it, their latency from the due
+	// time). Beyond OpenLoopMissed of the schedule the cell did not offer
+	// its rate: the loadgen's failing, or the proxy's when it held every
+	// worker (capped).
+	missed, queued := int64(0), int64(0)
+	if c.Missed.Known() {
+		missed = int64(c.Missed)
+	}
+	if c.Queued.Known() {
+		queued = int64(c.Queued)
+	}
+	saturated := false
+	if late := missed + queued; c.Scheduled > 0 && float64(late) > th.OpenLoopMissed*float64(c.Scheduled) {
+		switch {
+		case capped:
+			saturated = true
+			add(FlagSUTSaturated, Invalid, "%d of %d scheduled sends (%.1f %%, > %s) were still queued at the window's end, max in flight (%d) reached: %d sent after it (in the latency, from their intended time), %d never sent; the proxy could not take the offered rate",
+				late, c.Scheduled, 100*float64(late)/float64(c.Scheduled), Pct(th.OpenLoopMissed), c.Concurrency, queued, missed)
+		case queued == 0:
+			add(FlagLoadgenBound, Invalid, "open loop missed %d of %d scheduled sends (%.1f %%, > %s): they were due inside the window and never sent",
+				late, c.Scheduled, 100*float64(late)/float64(c.Scheduled), Pct(th.OpenLoopMissed))
+		default:
+			add(FlagLoadgenBound, Invalid, "open loop did not send %d of %d scheduled sends inside the window (%.1f %%, > %s): %d sent after its end, %d never sent",
+				late, c.Scheduled, 100*float64(late)/float64(c.Scheduled), Pct(th.OpenLoopMissed), queued, missed)
+		}
 	}
 	// Run delay says sends may be late; an open loop measures how late
 	// they were (the lag), the direct reading, which wins. On a small
@@ -366,7 +389,7 @@ func judgeLoadgen(c *Cell, th Thresholds, add func(code, sev, format string, a .
 		add(FlagLoadgenBound, Suspect, "open-loop send lag p99 %.3g ms (> %.3g ms): the loadgen's own timers or CPU delayed its sends",
 			1e3*float64(lg.LagP99Seconds), 1e3*th.OpenLoopLagP99)
 	}
-	if capped {
+	if capped && !saturated {
 		add(FlagSUTSaturated, Suspect, "max in flight (%d) was reached for %.1f %% of sends (%d of %d, > %s): the proxy could not take the offered rate; latency includes the wait (coordinated omission corrected)",
 			c.Concurrency, 100*float64(c.Capped)/float64(c.Sent), int64(c.Capped), c.Sent, Pct(th.CappedShare))
 	}

@@ -34,10 +34,10 @@ func judgeWorkers(c *Cell, th Thresholds, add func(code, sev, format string, a .
 func workerCell(c *Cell, w manifest.Worker, open bool) Cell {
 	n := NaN()
 	wc := Cell{DurationS: c.DurationS, Concurrency: w.Concurrency, TargetRateRPS: 0, Requests: w.Requests, TransportErrors: w.Errors,
-		Scheduled: w.Scheduled, Sent: w.Sent, Missed: n, Capped: n,
+		Scheduled: w.Scheduled, Sent: w.Sent, Missed: n, Queued: n, Capped: n,
 		LoadgenCPU: LoadgenCPU{MeanCores: n, PeakCores: n, LimitCores: n, ThrottledShare: n, RunDelayShare: n, PressureShare: n, LagP99Seconds: n}}
 	if open {
-		wc.TargetRateRPS, wc.Missed, wc.Capped = Num(w.Rate), Num(w.Missed), Num(w.Capped)
+		wc.TargetRateRPS, wc.Missed, wc.Queued, wc.Capped = Num(w.Rate), Num(w.Missed), Num(w.Queued), Num(w.Capped)
 		if w.LagP99S > 0 {
 			wc.LoadgenCPU.LagP99Seconds = Num(w.LagP99S)
 		}

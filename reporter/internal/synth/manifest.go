@@ -41,7 +41,7 @@ func (c *Cell) manifest() manifest.Cell {
 		Mode: "closed", Concurrency: c.Concurrency, Rate: c.TargetRate, DurationS: d, Start: c.Start, End: c.End,
 		Status: manifest.CellOK, Requests: c.InWindow(), Errors: sum(c.Reasons), Codes: nonZero(c.Codes),
 		ErrorReasons: nonZero(c.Reasons), Scheduled: c.Scheduled, Sent: c.Sent, WrongOrigin: c.WrongOrigin,
-		Late: c.Late(), LateCodes: nonZero(c.LateCodes), Missed: c.Missed, Capped: c.Capped,
+		Late: c.Late(), LateCodes: nonZero(c.LateCodes), Missed: c.Missed, Queued: c.Queued, Capped: c.Capped,
 		Latency: exactLatency(c.Latencies),
 		Loadgen: &manifest.LoadgenCPU{CapacityCores: c.LoadgenLimit, CapacitySource: "gomaxprocs",
 			Periods: int64(10 * d), ThrottledPeriods: int64(math.Round(10 * d * c.ThrottledShare)), RunDelaySeconds: c.RunDelayPerS * d}}

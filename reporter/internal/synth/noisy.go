@@ -98,7 +98,7 @@ func (n Noisy) Report() *report.Report {
 		c := report.Cell{Key: cellid.NewArm(pl.proxy, pl.origin, "simple", "quick", pl.arm, pl.repeat),
 			Start: start, End: start.Add(dur * time.Second), DurationS: dur, Concurrency: 50, TargetRateRPS: 0,
 			ServerSide: true, Scrapes: 5, Codes: map[string]int64{"200": int64(math.Round(good * dur))}, ErrorReasons: map[string]int64{},
-			Missed: report.NaN(), Capped: report.NaN(), InFlightMean: report.NaN(),
+			Missed: report.NaN(), Queued: report.NaN(), Capped: report.NaN(), InFlightMean: report.NaN(),
 			Latency: report.Latency{Source: "native", Count: int64(good * dur), Mean: report.Num(p50 * 1.1),
 				P50: report.Num(p50 * 1.02), P90: report.NaN(), P95: report.NaN(), P99: report.Num(p99 * 1.03), P999: report.NaN(), Max: report.NaN(),
 				Exact: &report.Exact{Mean: report.Num(p50 * 1.1), P50: report.Num(p50), P90: report.NaN(), P95: report.NaN(), P99: report.Num(p99),

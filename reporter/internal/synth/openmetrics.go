@@ -110,7 +110,8 @@ func (r *Run) OpenMetrics() []byte {
 	}{{metricdefs.OpenLoopScheduled, part{func(c *Cell) float64 { return float64(c.Scheduled) }, frac}},
 		{metricdefs.OpenLoopSent, part{func(c *Cell) float64 { return float64(c.Sent) }, frac}},
 		{metricdefs.OpenLoopCapped, part{func(c *Cell) float64 { return float64(c.Capped) }, frac}},
-		{metricdefs.OpenLoopMissed, part{func(c *Cell) float64 { return float64(c.Missed) }, ended}}} {
+		{metricdefs.OpenLoopMissed, part{func(c *Cell) float64 { return float64(c.Missed) }, ended}},
+		{metricdefs.OpenLoopQueued, part{func(c *Cell) float64 { return float64(c.Queued) }, ended}}} {
 		typeLine(&b, m.def)
 		for _, k := range keys {
 			if !open[k] {

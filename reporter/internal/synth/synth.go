@@ -48,6 +48,7 @@ type Cell struct {
 	TargetRate      float64   // open loop: offered req/s; 0 closed loop
 	Scheduled, Sent int64     // open loop
 	Missed, Capped  int64     // open loop
+	Queued          int64     // open loop: sent after the window's end
 	Lags            []float64 // open loop: send lag observations, sorted
 	GCCyclesPerS    int       // Go proxies only
 	GCCPUPerS       float64
@@ -266,6 +267,20 @@ func (r *Run) flagCells(t time.Time, durS int) {
 			c.Codes = map[string]int64{"200": 9000}
 			open(c, 2000, 0.0002)
 			c.Capped = 600
+		}},
+		// Saturated: more than 1 % of the sends still queued at the window's
+		// end (sent after it): the offered rate was not offered.
+		{"open-loop-queued", []string{"sut_saturated"}, "invalid", func(c *Cell) {
+			c.Codes, c.LateCodes, c.DrainEnd = map[string]int64{"200": 9000}, map[string]int64{"200": 1000}, c.End.Add(time.Second)
+			open(c, 2000, 0.0002)
+			c.Capped, c.Queued = 1500, 1000
+		}},
+		// A few queued at the end: the latency has them, from their
+		// intended time; suspect for the capped sends only.
+		{"open-loop-queued-few", []string{"sut_saturated"}, "suspect", func(c *Cell) {
+			c.Codes, c.LateCodes, c.DrainEnd = map[string]int64{"200": 9950}, map[string]int64{"200": 50}, c.End.Add(time.Second)
+			open(c, 2000, 0.0002)
+			c.Capped, c.Queued = 600, 50
 		}},
 		{"open-loop-missed", []string{"loadgen_bound"}, "invalid", func(c *Cell) {
 			c.Codes, c.Missed = map[string]int64{"200": 9700}, 300
