@@ -79,8 +79,8 @@ bench-slow10k: ## 10,000 held connections through each of PROXIES (slow scenario
 up: ## the stack alone (engine and images ensured), with its CPU placement (PLACEMENT=auto|none, PLAN); Grafana at http://127.0.0.1:3000 when online
 	@scripts/stack.sh up
 
-down: ## remove every container, network and volume of the stack
-	@scripts/stack.sh down
+down: ## remove every container and network of the stack; Prometheus's data (the run history) stays unless PURGE=1
+	@scripts/stack.sh $(if $(filter 1,$(PURGE)),purge,down)
 
 preflight: ## every proxy x origin route, with the proxies' real versions
 	@go run ./loadgen preflight -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' -wait 30s

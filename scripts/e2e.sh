@@ -72,7 +72,7 @@ if scripts/stack.sh running; then
   say "stack already up: using it and leaving it up"
   scripts/stack.sh up
 else
-  trap 'rc=$?; scripts/stack.sh down; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  trap 'rc=$?; scripts/stack.sh purge; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
   scripts/stack.sh up
 fi
 say "stack up after $((SECONDS - t0)) s"

@@ -5,7 +5,9 @@
 #            (PLACEMENT=auto|none, default the PLAN file's placement section,
 #            else auto) and wait until healthy
 #   stop     remove the containers, keep Prometheus's data volume
-#   down     remove every container, network and volume of the project
+#   down     remove every container and network of the project; Prometheus's
+#            data volume (the lab's run history) stays, as compose keeps volumes
+#   purge    down, and remove the volumes too
 #   running  exit 0 when the stack's proxies are already up (bench leaves it so)
 #   services the services `up` starts, on one line
 #   compose ARGS...  scripts/compose.sh ARGS with the variables `up` sets
@@ -117,16 +119,17 @@ case ${1:-} in
     say "up: $(services)" ;;
   stop)
     # Containers and networks go; the Prometheus volume stays, so `make report`
-    # can rebuild any run later (`make down` removes it too).
+    # can rebuild any run later (`make down PURGE=1` removes it).
     docker info >/dev/null 2>&1 || exit 0
     scripts/compose.sh --profile custom down --remove-orphans --timeout 5 >&2
     say "stopped (Prometheus data kept)" ;;
-  down)
+  down|purge)
     docker info >/dev/null 2>&1 || exit 0
-    scripts/compose.sh --profile custom down -v --remove-orphans --timeout 5 >&2 2>/dev/null || scripts/compose.sh down -v --remove-orphans --timeout 5 >&2
+    vol=; [ "$1" = purge ] && vol=-v
+    scripts/compose.sh --profile custom down $vol --remove-orphans --timeout 5 >&2 2>/dev/null || scripts/compose.sh down $vol --remove-orphans --timeout 5 >&2
     left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench)
     [ -n "$left" ] && docker rm -f $left >/dev/null
-    say "down" ;;
+    if [ "$1" = purge ]; then say "down, volumes removed"; else say "down (Prometheus data kept; make down PURGE=1 removes it)"; fi ;;
   wait) wait_healthy ;;
   services) services ;;
   compose)
@@ -137,5 +140,5 @@ case ${1:-} in
   running)
     docker info >/dev/null 2>&1 || exit 1
     [ -n "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter label=proxybench.role=proxy)" ] ;;
-  *) echo "usage: stack.sh up|stop|down|wait|running|services|compose ARGS..." >&2; exit 2 ;;
+  *) echo "usage: stack.sh up|stop|down|purge|wait|running|services|compose ARGS..." >&2; exit 2 ;;
 esac

@@ -20,8 +20,8 @@ import (
 func planSeeds(f *testing.F) [][]byte {
 	f.Helper()
 	var out [][]byte
-	for _, name := range []string{"good.yaml", "example.yaml", "unknown.yaml", "badduration.yaml"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+	for _, name := range []string{"testdata/good.yaml", "../../../plans/example.yaml", "testdata/unknown.yaml", "testdata/badduration.yaml"} {
+		b, err := os.ReadFile(filepath.FromSlash(name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func TestLoad(t *testing.T) {
 					t.Errorf("merged plan %+v", p)
 				}
 			}},
-		{name: "RUNNER.md example", args: []string{"-plan", "testdata/example.yaml"}, check: func(t *testing.T, p *Plan) {
+		{name: "plans/example.yaml", args: []string{"-plan", "../../../plans/example.yaml"}, check: func(t *testing.T, p *Plan) {
 			x, err := p.Expand()
 			// 2 proxies x 2 origins x 3 repeats, and the A/A control's 3.
 			if err != nil || len(x.Cells) != 2*2*3+3 || x.Cells[0].ID != "nginx.fast.simple.medium.r1" || !x.LongRun {
