@@ -4,7 +4,10 @@
 // the breaking-point search, when each request is sent and which window it
 // counts in, the exact per-run HdrHistogram and the loadgen traffic metrics
 // of docs/design-notes.md. Package wire sends each request. It knows nothing
-// about plans, cells or manifests: the runner drives it one Spec at a time.
+// about plans or cells: the runner drives it one Spec at a time. Its Result
+// carries three of the manifest's record types (manifest.TLS,
+// manifest.LoadgenCPU, manifest.RoleContention), filled here so that the
+// runner writes them as they are.
 package attack
 
 import (
