@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"proxybench/grafana/dashgen"
+	"proxybench/internal/atomicfile"
 )
 
 func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stderr)) }
@@ -45,13 +46,8 @@ func write(dir string) error {
 		if err != nil {
 			return err
 		}
-		path := filepath.Join(dir, b.File)
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", tmp, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return fmt.Errorf("replace %s: %w", path, err)
+		if err := atomicfile.WriteFile(filepath.Join(dir, b.File), data, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,7 +1,9 @@
 // Package atomicfile owns replacing a file so that a reader or a crash never
 // sees it half written: the bytes go to a uniquely named temporary file in
-// the same directory, which is synced, given its mode and renamed over the
-// target; the directory is then synced so the rename itself is durable.
+// the same directory (created readable by its owner only, so a private key
+// is never readable by others, not even briefly), which is synced, given
+// its mode and renamed over the target; the directory is then synced so the
+// rename itself is durable.
 package atomicfile
 
 import (

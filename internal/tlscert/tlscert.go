@@ -27,6 +27,7 @@ import (
 	"slices"
 	"time"
 
+	"proxybench/internal/atomicfile"
 	"proxybench/internal/stack"
 )
 
@@ -345,31 +346,9 @@ func generate(dir string, alg Algorithm, now time.Time) (*x509.Certificate, erro
 		{CAFile, caDER, "CERTIFICATE", 0o644},
 		{CertFile, leafDER, "CERTIFICATE", 0o644},
 	} {
-		if err := writeFile(Path(dir, f.name), pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), f.mode); err != nil {
+		if err := atomicfile.WriteFile(Path(dir, f.name), pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), f.mode); err != nil {
 			return nil, err
 		}
 	}
 	return leaf, nil
-}
-
-// writeFile writes b to path with mode, through a temporary file created
-// with that mode (a key is never readable by others, not even briefly).
-func writeFile(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
