@@ -254,9 +254,6 @@ func Pct(v float64) string {
 	return fmt.Sprintf("%+.1f %%", 100*v)
 }
 
-// normQuantile is the p quantile of the standard normal distribution.
-func normQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
-
 func finite(xs []float64) []float64 {
 	out := xs[:0:0]
 	for _, x := range xs {

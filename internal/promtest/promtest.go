@@ -173,9 +173,6 @@ func Start(t testing.TB, o Options) *Server {
 	}
 }
 
-// Log returns what Prometheus printed so far.
-func (s *Server) Log() string { return s.log.String() }
-
 var listening = regexp.MustCompile(`msg="Listening on"[^\n]*? address=(\S+)`)
 
 // ListenAddr waits until a Prometheus started with

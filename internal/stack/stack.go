@@ -70,11 +70,6 @@ func LookupOrigin(name string) (Origin, error) {
 	return Origin{}, fmt.Errorf("unknown origin %q (known: %s)", name, strings.Join(DefaultOrigins(), ", "))
 }
 
-// URL is the address of path on origin through proxy, path starting with '/'.
-func URL(p Proxy, origin, path string) string {
-	return fmt.Sprintf("http://127.0.0.1:%d/%s%s", p.Port, origin, path)
-}
-
 // TLSURL is the address of path on origin through proxy's TLS port.
 func TLSURL(p Proxy, origin, path string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d/%s%s", p.TLSPort, origin, path)

@@ -28,10 +28,6 @@ type Attacker struct {
 // Option configures an Attacker.
 type Option func(*Attacker)
 
-// WithClock replaces time.Now for the window timestamps and latencies (the
-// tests keep the real clock: latency needs real time).
-func WithClock(now func() time.Time) Option { return func(a *Attacker) { a.now = now } }
-
 // WithLogger sets where the attacker logs (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(a *Attacker) { a.log = l } }
 
@@ -43,9 +39,6 @@ func WithNetHTTP() Option { return func(a *Attacker) { a.netHTTP = true } }
 // Go's netpoller instead of the epoll event loop (the open loop and
 // concurrency stages always do): for comparison and for non-Linux systems.
 func WithGoroutinePerConn() Option { return func(a *Attacker) { a.netpoll = true } }
-
-// WithProgressInterval changes how often progress is reported (default 1 s).
-func WithProgressInterval(d time.Duration) Option { return func(a *Attacker) { a.tick = d } }
 
 // New returns an Attacker publishing to m.
 func New(m *Metrics, opts ...Option) *Attacker {

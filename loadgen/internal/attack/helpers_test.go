@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -40,8 +39,6 @@ func mustRun(t testing.TB, a *Attacker, s Spec) *Result {
 
 // latency is the manifest's percentiles of res, as the runner records them.
 func latency(res *Result) manifest.Latency { return manifest.LatencyOf(res.Hist) }
-
-func ms(d float64) time.Duration { return time.Duration(d * float64(time.Millisecond)) }
 
 // gather renders reg in the text format.
 func gather(t *testing.T, reg *prometheus.Registry) string {
