@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +66,33 @@ type Container struct {
 	Node      string
 	NodeAddr  string
 	OtherNode bool
+	// ExitCode and OOMKilled say how its last process ended (Inspect
+	// only; see ExitInfo).
+	ExitCode  int
+	OOMKilled bool
+}
+
+// ExitInfo says how a container that is not running ended, e.g. "code
+// 137, OOM killed"; "" while it runs or when it never ran.
+func (c Container) ExitInfo() string {
+	if c.Running || c.FinishedAt.IsZero() {
+		return ""
+	}
+	s := "code " + strconv.Itoa(c.ExitCode)
+	if c.OOMKilled {
+		s += ", OOM killed"
+	}
+	return s
+}
+
+// EngineVersion is the engine's version and API version, e.g. "20.10.24
+// (API 1.41)".
+func (c *Client) EngineVersion(ctx context.Context) (string, error) {
+	v, err := c.api.ServerVersion(ctx)
+	if err != nil {
+		return "", fmt.Errorf("docker version: %w", err)
+	}
+	return v.Version + " (API " + v.APIVersion + ")", nil
 }
 
 // Client is a connection to the Docker engine.
@@ -300,6 +328,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 		ctr.Running = r.State.Running
 		ctr.StartedAt = parseTime(r.State.StartedAt)
 		ctr.FinishedAt = parseTime(r.State.FinishedAt)
+		ctr.ExitCode, ctr.OOMKilled = r.State.ExitCode, r.State.OOMKilled
 		if r.State.Running && c.onThisMachine(id) {
 			ctr.Pid = r.State.Pid
 		}

@@ -147,6 +147,13 @@ func TestLifecycle(t *testing.T) {
 	if stopped.Running || stopped.State != "exited" || stopped.Pid != 0 {
 		t.Fatalf("after stop: %+v", stopped)
 	}
+	// Stopped with no grace: killed (SIGKILL, 128 + 9), not by the OOM killer.
+	if got := stopped.ExitInfo(); got != "code 137" {
+		t.Errorf("exit info after a kill %q, want code 137", got)
+	}
+	if got := first.ExitInfo(); got != "" {
+		t.Errorf("exit info while running %q", got)
+	}
 
 	// Logs from the start of the first run: both streams, demultiplexed,
 	// each line with a timestamp not before the start.

@@ -192,7 +192,7 @@ func (r *Runner) proxyGone(ctx context.Context, ctr *dockerx.Container) string {
 		case err != nil:
 			r.Log.Warn("cannot inspect the proxy after the cell", "container", ctr.Name, "err", err)
 		case !now.Running:
-			if how := exitInfo(ctx, ctr.ID); how != "" {
+			if how := now.ExitInfo(); how != "" {
 				return fmt.Sprintf("proxy container %s %s (%s)", ctr.Name, now.State, how)
 			}
 			return fmt.Sprintf("proxy container %s is %s", ctr.Name, now.State)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"proxybench/internal/dockerx"
+	"proxybench/internal/hostinfo"
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricsserver"
 	"proxybench/internal/stack"
@@ -162,7 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
 		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
-		Host: HostInfo(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter, Seen: seen,
+		Host: hostinfo.Describe(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter, Seen: seen,
 	}
 	if x.Loadgens > 1 {
 		// Several loadgens as one instrument: every cell goes to the

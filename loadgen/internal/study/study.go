@@ -21,9 +21,9 @@ import (
 	"sync"
 	"time"
 
+	"proxybench/internal/hostinfo"
 	"proxybench/internal/placement"
 	"proxybench/internal/studydata"
-	"proxybench/loadgen/internal/runner"
 )
 
 // Scales.
@@ -190,7 +190,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		fmt.Fprintf(stderr, "loadgen study: %s already holds a study record: choose another -run (a result is never replaced)\n", dir)
 		return 2
 	}
-	h := runner.HostInfo(ctx)
+	h := hostinfo.Describe(ctx)
 	e := &Env{Scale: *scale, Repeats: *repeats, Dir: dir, Log: log, Placement: pl, Repo: *repo,
 		rec: &studydata.Record{Schema: studydata.Schema, Run: id, Study: *name, Scale: *scale,
 			Status: studydata.StatusRunning, Start: time.Now().UTC(),
