@@ -316,44 +316,58 @@ func (g *Group) Quota() (cores float64, limited bool, err error) {
 }
 
 func (g *Group) quotaAt(dir string) (float64, bool, error) {
+	q, p, err := g.rawQuotaAt(dir)
+	if err != nil || q < 0 {
+		return 0, false, err
+	}
+	return float64(q) / float64(p), true, nil
+}
+
+// OwnQuota is the group's own CFS quota and period in microseconds as the
+// kernel holds them (v1 cpu.cfs_quota_us and cpu.cfs_period_us, v2
+// cpu.max), quota -1 when the group has none; Quota is what binds, over
+// its ancestors too.
+func (g *Group) OwnQuota() (quotaUS, periodUS int64, err error) { return g.rawQuotaAt(g.cpu) }
+
+// rawQuotaAt reads the quota files of dir: quota -1 for none; a period
+// that is not positive is an error when there is a quota.
+func (g *Group) rawQuotaAt(dir string) (q, p int64, err error) {
 	if g.Version == 1 {
 		qf, pf := filepath.Join(dir, "cpu.cfs_quota_us"), filepath.Join(dir, "cpu.cfs_period_us")
 		qs, err := read(qf)
 		if err != nil {
-			return 0, false, err
+			return 0, 0, err
 		}
-		q, err := strconv.ParseInt(qs, 10, 64)
-		if err != nil {
-			return 0, false, fmt.Errorf("parse %s: %q is not a number of microseconds", qf, qs)
-		}
-		if q < 0 {
-			return 0, false, nil
+		if q, err = strconv.ParseInt(qs, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("parse %s: %q is not a number of microseconds", qf, qs)
 		}
 		ps, err := read(pf)
 		if err != nil {
-			return 0, false, err
+			return 0, 0, err
 		}
-		p, err := strconv.ParseInt(ps, 10, 64)
-		if err != nil || p <= 0 {
-			return 0, false, fmt.Errorf("parse %s: %q is not a positive number of microseconds", pf, ps)
+		if p, err = strconv.ParseInt(ps, 10, 64); (err != nil || p <= 0) && q >= 0 {
+			return 0, 0, fmt.Errorf("parse %s: %q is not a positive number of microseconds", pf, ps)
 		}
-		return float64(q) / float64(p), true, nil
+		if q < 0 {
+			q = -1
+		}
+		return q, p, nil
 	}
 	file := filepath.Join(dir, "cpu.max")
 	s, err := read(file)
 	if err != nil {
-		return 0, false, err
+		return 0, 0, err
 	}
 	qs, ps, ok := strings.Cut(s, " ")
+	p, err2 := strconv.ParseInt(ps, 10, 64)
 	if qs == "max" {
-		return 0, false, nil
+		return -1, p, nil
 	}
 	q, err1 := strconv.ParseInt(qs, 10, 64)
-	p, err2 := strconv.ParseInt(ps, 10, 64)
 	if !ok || err1 != nil || err2 != nil || p <= 0 {
-		return 0, false, fmt.Errorf("parse %s: %q is not \"QUOTA PERIOD\" or \"max PERIOD\"", file, s)
+		return 0, 0, fmt.Errorf("parse %s: %q is not \"QUOTA PERIOD\" or \"max PERIOD\"", file, s)
 	}
-	return float64(q) / float64(p), true, nil
+	return q, p, nil
 }
 
 // ErrNoPSI says the kernel exposes no CPU pressure: neither the cgroup's

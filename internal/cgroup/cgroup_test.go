@@ -2,6 +2,7 @@ package cgroup_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,21 +26,22 @@ func TestFixtures(t *testing.T) {
 		usage   time.Duration
 		thr     cgroup.Throttling
 		quota   float64 // 0 = none
+		own     [2]int64 // OwnQuota's quota and period (µs); {0, 0}: no files
 		psi     time.Duration
 		noPSI   bool
 	}{
 		{tree: "v2-systemd", pid: 4242, version: 2, path: "/system.slice/docker-0123abcd.scope",
 			usage: 123456789 * time.Microsecond, thr: cgroup.Throttling{Periods: 500, Throttled: 25, ThrottledTime: 1500 * time.Millisecond},
-			quota: 1.5, psi: 4200 * time.Microsecond},
+			quota: 1.5, own: [2]int64{150000, 100000}, psi: 4200 * time.Microsecond},
 		{tree: "v2-cgroupfs", pid: 4242, version: 2, path: "/docker/abc123",
-			usage: 2 * time.Second, quota: 0.5, psi: 777 * time.Microsecond}, // quota from the parent, PSI system-wide
+			usage: 2 * time.Second, quota: 0.5, own: [2]int64{-1, 100000}, psi: 777 * time.Microsecond}, // quota from the parent, PSI system-wide
 		{tree: "v2-nocontroller", pid: 4242, version: 2, path: "/user.slice/user-1000.slice/session-1.scope",
 			usage: 5 * time.Millisecond, noPSI: true},
 		{tree: "v1-container", version: 1, path: "/docker/abc123",
 			usage: 987654321, thr: cgroup.Throttling{Periods: 10, Throttled: 3, ThrottledTime: 4500 * time.Microsecond},
-			quota: 0.5, noPSI: true},
+			quota: 0.5, own: [2]int64{50000, 100000}, noPSI: true},
 		{tree: "v1-systemd-hybrid", pid: 4242, version: 1, path: "/system.slice/docker-0123abcd.scope",
-			usage: 1500 * time.Millisecond, quota: 2, psi: 31337 * time.Microsecond}, // quota from system.slice
+			usage: 1500 * time.Millisecond, quota: 2, own: [2]int64{-1, 100000}, psi: 31337 * time.Microsecond}, // quota from system.slice
 	} {
 		t.Run(c.tree, func(t *testing.T) {
 			root := filepath.Join("testdata", c.tree)
@@ -59,6 +61,13 @@ func TestFixtures(t *testing.T) {
 			q, limited, err := g.Quota()
 			if err != nil || limited != (c.quota > 0) || q != c.quota {
 				t.Errorf("quota %v limited %v %v, want %v", q, limited, err, c.quota)
+			}
+			oq, op, err := g.OwnQuota()
+			switch {
+			case c.own == [2]int64{} && !errors.Is(err, fs.ErrNotExist):
+				t.Errorf("own quota %d/%d %v, want no file", oq, op, err)
+			case c.own != [2]int64{} && (err != nil || [2]int64{oq, op} != c.own):
+				t.Errorf("own quota %d/%d %v, want %v", oq, op, err, c.own)
 			}
 			p, err := g.Pressure()
 			switch {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,24 +46,8 @@ func probeContainer(ctx context.Context, name string) (soProbe, error) {
 	}
 	p := soProbe{id: f[0], nano: nano, g: g}
 	p.cgDir, _ = g.Dirs()
-	if g.Version == 1 {
-		if p.quotaUS, err = readInt(filepath.Join(p.cgDir, "cpu.cfs_quota_us")); err != nil {
-			return p, err
-		}
-		if p.periodUS, err = readInt(filepath.Join(p.cgDir, "cpu.cfs_period_us")); err != nil {
-			return p, err
-		}
-	} else {
-		b, err := os.ReadFile(filepath.Join(p.cgDir, "cpu.max"))
-		if err != nil {
-			return p, err
-		}
-		q, per, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
-		p.quotaUS, p.periodUS = -1, 0
-		if q != "max" {
-			p.quotaUS, _ = strconv.ParseInt(q, 10, 64)
-		}
-		p.periodUS, _ = strconv.ParseInt(per, 10, 64)
+	if p.quotaUS, p.periodUS, err = g.OwnQuota(); err != nil {
+		return p, err
 	}
 	if p.cpuset, err = g.CPUs(); err != nil && !errors.Is(err, cgroup.ErrNoCpuset) {
 		return p, err
@@ -74,18 +56,6 @@ func probeContainer(ctx context.Context, name string) (soProbe, error) {
 		p.threads = len(t)
 	}
 	return p, nil
-}
-
-func readInt(file string) (int64, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parse %s: %q: %w", file, b, err)
-	}
-	return n, nil
 }
 
 // cgroupCores is the quota the cgroup files give, in cores (0: none).
