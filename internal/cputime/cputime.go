@@ -1,8 +1,9 @@
 // Package cputime owns reading where CPU time went, from /proc: each CPU's
-// time by state (/proc/stat, steal included), the run-queue wait of a set of
-// threads (/proc/<tid>/schedstat, summed so that the total never goes back)
-// and the kernel's CPU lists ("0-1,3") that name a cpuset or an affinity
-// mask. The runner reads them at a cell's window edges to tell a role
+// time by state (/proc/stat, steal included), a process's CPU time and
+// parent (/proc/<pid>/stat, and so a process tree's), the run-queue wait of
+// a set of threads (/proc/<tid>/schedstat, summed so that the total never
+// goes back), a thread's affinity mask, and the kernel's CPU lists ("0-1,3")
+// that name a cpuset or an affinity mask. The runner reads them at a cell's window edges to tell a role
 // starved of its CPUs by somebody else from one whose own threads waited
 // for each other.
 package cputime

@@ -110,8 +110,8 @@ const (
 // affinity mask and GOMAXPROCS (a tie goes to the first of those).
 func (c *Collector) Capacity() (cores float64, source string) {
 	cores, source = float64(runtime.GOMAXPROCS(0)), SourceGOMAXPROCS
-	if n, err := affinityCPUs(); err == nil {
-		if n := float64(n); n > 0 && n <= cores {
+	if cpus, err := cputime.Affinity(0); err == nil {
+		if n := float64(len(cpus)); n > 0 && n <= cores {
 			cores, source = n, SourceAffinity
 		}
 	} else if !errors.Is(err, errors.ErrUnsupported) {

@@ -351,9 +351,9 @@ func netstack(ctx context.Context, e *Env) error {
 				_ = e.Add(studydata.Sample{Variant: m, Repeat: rep, Start: start, End: end, Error: err.Error()})
 				continue
 			}
-			cpu1, cerr := nsProcCPU(s.Pid)
+			cpu1, cerr := cputime.TreeCPU("/proc", s.Pid)
 			rx1, _ := nsRxPackets(s.Pid, "eth0")
-			dp1, dperr1 := nsProcCPU(dockerProxy)
+			dp1, dperr1 := cputime.TreeCPU("/proc", dockerProxy)
 			v := LatencyValues(res)
 			v[nsOfferedMetric] = rate
 			v[nsLagMetric] = float64(res.LagP99) / float64(time.Microsecond)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"proxybench/internal/cgroup"
+	"proxybench/internal/cputime"
 	"proxybench/internal/placement"
 	"proxybench/loadgen/internal/attack"
 )
@@ -229,7 +230,7 @@ func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, pro
 	pinOK, quotaOK := true, true
 	for _, m := range nsModes {
 		s := servers[m]
-		kids := nsChildren(s.Pid)
+		kids := cputime.Children("/proc", s.Pid)
 		pids := append([]int{s.Pid}, kids...)
 		var lists []string
 		for _, p := range pids {
@@ -286,54 +287,15 @@ func nsInContainerCgroup(cg string) bool {
 	return false
 }
 
-// nsChildren lists pid's child processes (nginx's workers).
-func nsChildren(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, d := range ents {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		if f := nsStatFields(string(b)); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// nsStatFields are /proc/<pid>/stat's fields after the command: [0] is
-// the state (field 3), [1] the ppid, [11] utime, [12] stime.
-func nsStatFields(stat string) []string {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(stat[i+1:])
-}
-
-// nsAllowed is pid's Cpus_allowed_list.
+// nsAllowed is the CPUs pid may run on ("0-1"), from the kernel's
+// affinity mask.
 func nsAllowed(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	cpus, err := cputime.Affinity(pid)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("affinity of pid %d: %w", pid, err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("/proc/%d/status has no Cpus_allowed_list", pid)
+	return cputime.FormatList(cpus), nil
 }
-
-// clockTick is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on
-// every Linux ABI Go supports).
-const clockTick = 100
 
 // parseNetDevRx reads iface's received packets from /proc/net/dev text.
 func parseNetDevRx(text, iface string) (int64, error) {

@@ -109,20 +109,6 @@ func TestNetstackContainerCgroup(t *testing.T) {
 	}
 }
 
-func TestNetstackStatFields(t *testing.T) {
-	f := nsStatFields("1234 (nginx: worker) S 1200 1200 1200 0 -1 4194624 100 0 0 0 37 12 0 0 20 0 1 0")
-	if len(f) < 13 || f[1] != "1200" || f[11] != "37" || f[12] != "12" {
-		t.Errorf("fields %q", f)
-	}
-	if nsStatFields("garbage") != nil {
-		t.Error("no ) gives nil")
-	}
-	// This process: the master-and-children sum works on a live pid.
-	if _, err := nsProcCPU(os.Getpid()); err != nil {
-		t.Error(err)
-	}
-}
-
 func TestComposeImage(t *testing.T) {
 	dir := t.TempDir()
 	if got := composeImage(dir, "NGINX_IMAGE", "nginx:1.22.1"); got != "nginx:1.22.1" {
