@@ -54,6 +54,7 @@ type Group struct {
 	ownPressure  bool   // unified is not the root group and has a cpu.pressure
 	procPressure string // /proc/pressure/cpu
 	cpuset       string // dir of the cpuset controller (v1; the v2 group dir); "" none
+	memory       string // dir of the memory controller (v1; the v2 group dir); "" none
 }
 
 // Dirs are the group's directories: the cpu controller's (cpu.stat, the
@@ -108,6 +109,12 @@ func (f FS) Find(pid int) (*Group, error) {
 	}
 	if g.cpuset == "" {
 		g.cpuset = g.unified
+	}
+	if p, ok := v1["memory"]; ok {
+		g.memory, _, _ = f.locate(mounts, "cgroup", "memory", p)
+	}
+	if g.memory == "" {
+		g.memory = g.unified
 	}
 	if p, ok := v1["cpu"]; ok {
 		if dir, top, ok := f.locate(mounts, "cgroup", "cpu", p); ok {

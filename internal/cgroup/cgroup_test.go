@@ -27,19 +27,20 @@ func TestFixtures(t *testing.T) {
 		thr     cgroup.Throttling
 		quota   float64 // 0 = none
 		own     [2]int64 // OwnQuota's quota and period (µs); {0, 0}: no files
+		ws      int64    // WorkingSet, bytes; 0: no memory files
 		psi     time.Duration
 		noPSI   bool
 	}{
 		{tree: "v2-systemd", pid: 4242, version: 2, path: "/system.slice/docker-0123abcd.scope",
 			usage: 123456789 * time.Microsecond, thr: cgroup.Throttling{Periods: 500, Throttled: 25, ThrottledTime: 1500 * time.Millisecond},
-			quota: 1.5, own: [2]int64{150000, 100000}, psi: 4200 * time.Microsecond},
+			quota: 1.5, own: [2]int64{150000, 100000}, ws: 52428800 - 10428800, psi: 4200 * time.Microsecond},
 		{tree: "v2-cgroupfs", pid: 4242, version: 2, path: "/docker/abc123",
 			usage: 2 * time.Second, quota: 0.5, own: [2]int64{-1, 100000}, psi: 777 * time.Microsecond}, // quota from the parent, PSI system-wide
 		{tree: "v2-nocontroller", pid: 4242, version: 2, path: "/user.slice/user-1000.slice/session-1.scope",
 			usage: 5 * time.Millisecond, noPSI: true},
 		{tree: "v1-container", version: 1, path: "/docker/abc123",
 			usage: 987654321, thr: cgroup.Throttling{Periods: 10, Throttled: 3, ThrottledTime: 4500 * time.Microsecond},
-			quota: 0.5, own: [2]int64{50000, 100000}, noPSI: true},
+			quota: 0.5, own: [2]int64{50000, 100000}, ws: 12378112 - 8192, noPSI: true},
 		{tree: "v1-systemd-hybrid", pid: 4242, version: 1, path: "/system.slice/docker-0123abcd.scope",
 			usage: 1500 * time.Millisecond, quota: 2, own: [2]int64{-1, 100000}, psi: 31337 * time.Microsecond}, // quota from system.slice
 	} {
@@ -68,6 +69,13 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("own quota %d/%d %v, want no file", oq, op, err)
 			case c.own != [2]int64{} && (err != nil || [2]int64{oq, op} != c.own):
 				t.Errorf("own quota %d/%d %v, want %v", oq, op, err, c.own)
+			}
+			ws, err := g.WorkingSet()
+			switch {
+			case c.ws == 0 && err == nil:
+				t.Errorf("working set %d without memory files", ws)
+			case c.ws != 0 && (err != nil || ws != c.ws):
+				t.Errorf("working set %d %v, want %d", ws, err, c.ws)
 			}
 			p, err := g.Pressure()
 			switch {

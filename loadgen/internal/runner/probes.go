@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"proxybench/internal/cgroup"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
@@ -28,11 +28,8 @@ type probes struct {
 	churn  *manifest.Churn
 }
 
-// Roots the probes read; tests point them at fixtures.
-var (
-	cgroupRoot = "/sys/fs/cgroup"
-	procRoot   = "/proc"
-)
+// procRoot is the /proc the probes read; tests point it at fixtures.
+var procRoot = "/proc"
 
 // memSampler follows the proxy container's working set while a slow cell
 // holds its connections: the idle value before traffic, the peak during.
@@ -58,7 +55,7 @@ func startMemory(c plan.Cell, ctr *dockerx.Container) *memSampler {
 		return s
 	}
 	s.mem.Container = ctr.Name
-	s.read = func() (int64, error) { return workingSet(ctr.ID) }
+	s.read = func() (int64, error) { return workingSet(ctr) }
 	idle, err := s.read()
 	if err != nil {
 		s.failed = err.Error()
@@ -115,43 +112,17 @@ func heldConns(c plan.Cell) int {
 	return c.Concurrency
 }
 
-// workingSet is cAdvisor's container_memory_working_set_bytes for a Docker
-// container: usage minus inactive file pages, cgroup v1 or v2.
-func workingSet(id string) (int64, error) {
-	candidates := []struct{ dir, usage, inactive string }{
-		{filepath.Join(cgroupRoot, "memory", "docker", id), "memory.usage_in_bytes", "total_inactive_file"},
-		{filepath.Join(cgroupRoot, "system.slice", "docker-"+id+".scope"), "memory.current", "inactive_file"},
-		{filepath.Join(cgroupRoot, "docker", id), "memory.current", "inactive_file"},
+// workingSet is the container's memory working set, as cAdvisor counts
+// it, from its cgroup (internal/cgroup).
+func workingSet(ctr *dockerx.Container) (int64, error) {
+	if ctr.Pid <= 0 {
+		return 0, fmt.Errorf("container %s: no process to find its memory cgroup by (not running, or on another machine)", ctr.Name)
 	}
-	for _, c := range candidates {
-		b, err := os.ReadFile(filepath.Join(c.dir, c.usage))
-		if err != nil {
-			continue
-		}
-		usage, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse %s: %w", filepath.Join(c.dir, c.usage), err)
-		}
-		stat, err := os.ReadFile(filepath.Join(c.dir, "memory.stat"))
-		if err != nil {
-			return 0, fmt.Errorf("read memory.stat: %w", err)
-		}
-		inactive := statValue(stat, c.inactive)
-		return max(0, usage-inactive), nil
+	g, err := cgroup.Of(ctr.Pid)
+	if err != nil {
+		return 0, fmt.Errorf("container %s: %w", ctr.Name, err)
 	}
-	return 0, fmt.Errorf("no memory cgroup for container %.12s under %s (cgroup v1 docker/ID or v2 system.slice/docker-ID.scope)", id, cgroupRoot)
-}
-
-func statValue(stat []byte, key string) int64 {
-	sc := bufio.NewScanner(bytes.NewReader(stat))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
+	return g.WorkingSet()
 }
 
 // wants says whether the cell's scenario asks for probe pr.
