@@ -185,6 +185,11 @@ func (s *Source) Line(ts time.Time, line []byte) {
 	case gctrace.Forced:
 		s.nextForced = true
 		return
+	case gctrace.TornForced:
+		// The mark of a cycle whose line was torn (so never ForcedMark):
+		// counted on its own, the cycle itself by its number.
+		s.forced.Inc()
+		return
 	case gctrace.GC:
 	default:
 		return

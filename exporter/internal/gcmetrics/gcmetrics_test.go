@@ -1,6 +1,8 @@
 package gcmetrics
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +161,29 @@ func TestLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestTornForcedMarksCount feeds a real capture of a program forcing a GC
+// cycle every 20 ms while another goroutine writes to stderr without
+// pause (gctrace's testdata/go1.26-torn-forced.log): the gc lines are torn
+// down to one print argument per line, heads included. Every forced cycle
+// is counted, read against the raw text's own count of "(forced)" marks:
+// the whole lines' marks and the torn lines' marks on lines of their own.
+func TestTornForcedMarksCount(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "gctrace", "testdata", "go1.26-torn-forced.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Count(string(raw), "(forced)")
+	m := New(prometheus.NewPedanticRegistry())
+	s := m.Source("proxybench-torn", "torn")
+	at := time.Unix(100, 0)
+	for _, l := range strings.Split(string(raw), "\n") {
+		s.Line(at, []byte(l))
+	}
+	if got := int(testutil.ToFloat64(m.forced)); got != want || want < 10 {
+		t.Errorf("forced cycles %d, want the capture's %d marks", got, want)
 	}
 }

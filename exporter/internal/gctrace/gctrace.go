@@ -22,6 +22,13 @@ const (
 	GC                 // a gc line; Cycle.N is valid even when Parse errs
 	Forced             // "GC forced": the next cycle is the periodic forced GC
 	Scav               // a scavenger line ("scav ..." or the old "scvg...")
+	// TornForced is the " (forced)" mark of a gc line another writer tore
+	// apart, at the start of a line of its own (after the line's last
+	// fragment, e.g. "2 P", when that stayed with it): the runtime prints
+	// the mark as one piece, and another writer's whole lines only ever
+	// follow it. The cycle it ends was forced, though its number may be
+	// lost with the torn head.
+	TornForced
 )
 
 func (k Kind) String() string {
@@ -32,6 +39,8 @@ func (k Kind) String() string {
 		return "forced"
 	case Scav:
 		return "scav"
+	case TornForced:
+		return "torn-forced"
 	}
 	return "other"
 }
@@ -116,8 +125,33 @@ func Parse(line []byte, c *Cycle) (Kind, error) {
 		return Forced, nil
 	case bytes.HasPrefix(line, []byte("scav ")), bytes.HasPrefix(line, []byte("scvg")):
 		return Scav, nil
+	case tornForced(line):
+		return TornForced, nil
 	}
 	return Other, nil
+}
+
+// tornForced says whether line starts with the end of a torn gc line: its
+// " (forced)" mark, alone or after the fragment that ends a gc line
+// ("N P", or part of it), with whatever another writer wrote after it.
+func tornForced(line []byte) bool {
+	i := bytes.Index(line, forcedMark)
+	if i < 0 {
+		return false
+	}
+	pre := line[:i]
+	if len(pre) == 0 {
+		return true
+	}
+	if !bytes.HasSuffix(pre, []byte("P")) {
+		return false
+	}
+	for _, b := range pre[:len(pre)-1] {
+		if (b < '0' || b > '9') && b != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // cycleHead reads "N @" after "gc " (and only that: a torn line is
