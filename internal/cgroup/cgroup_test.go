@@ -25,7 +25,7 @@ func TestFixtures(t *testing.T) {
 		path    string
 		usage   time.Duration
 		thr     cgroup.Throttling
-		quota   float64 // 0 = none
+		quota   float64  // 0 = none
 		own     [2]int64 // OwnQuota's quota and period (µs); {0, 0}: no files
 		ws      int64    // WorkingSet, bytes; 0: no memory files
 		psi     time.Duration

@@ -13,6 +13,8 @@ var (
 		Help: "Response body bytes read."})
 	RequestsInFlight = def(Def{Name: "proxybench_requests_in_flight", Type: Gauge, Owner: Loadgen, Labels: with(TrafficLabels),
 		Help: "Requests sent and not yet completed, summed over the attacks running with these labels."})
+	RequestsInFlightSeconds = def(Def{Name: "proxybench_request_in_flight_seconds_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
+		Help: "Time each completed request spent in flight, from its actual send to its completion, added when it completes: the increase over a window divided by the window is the mean number of requests in flight, without sampling."})
 	OpenLoopScheduled = def(Def{Name: "proxybench_open_loop_scheduled_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),
 		Help: "Open loop: requests whose intended send time has come."})
 	OpenLoopSent = def(Def{Name: "proxybench_open_loop_sent_total", Type: Counter, Owner: Loadgen, Labels: with(TrafficLabels),

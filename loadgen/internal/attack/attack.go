@@ -109,6 +109,7 @@ type run struct {
 	workers    atomic.Int64
 	next       atomic.Uint64 // open loop: next request number to claim
 	idle       atomic.Int64  // open loop: workers waiting for their request's due time
+	connecting atomic.Int64  // open loop: workers connecting before their first request
 	wg         sync.WaitGroup
 	cancelled  atomic.Int64 // offset from start at which ctx ended before the planned end, 0 = not
 
@@ -411,8 +412,19 @@ func (r *run) openWorker(ctx context.Context, id int) {
 	d := r.newDoer(id)
 	defer d.Close()
 	if c, ok := d.(wire.Connector); ok {
+		r.connecting.Add(1)
 		c.Connect(r.a.now().Add(r.s.Timeout)) //nolint:errcheck // the first request reports it
+		r.connecting.Add(-1)
 	}
+	// free is when this worker last became free: connected, or its
+	// previous request answered. A request that fell due before then,
+	// claimed by a worker that had just connected or while the pool was
+	// still growing (a worker connecting), waited for the target to accept
+	// and finish its handshakes: that wait is in its latency, from the due
+	// time, but not in the loadgen's send lag, which counts from free.
+	// Otherwise a late claim is the loadgen's own lag (or, with the pool
+	// at its maximum, capped).
+	free, first := r.a.now(), true
 	rec := r.recs[id%len(r.recs)]
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -446,7 +458,12 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		// Claimed after its due time (no wait) is capped when no worker
 		// was free and the pool may not grow: the target held us back.
 		// Otherwise the loadgen itself was late.
-		o := openSend{lag: now.Sub(due), capped: !waited && noneIdle && r.workers.Load() >= int64(r.maxWorkers)}
+		lagFrom := due
+		if first || r.connecting.Load() > 0 {
+			lagFrom = later(due, free)
+		}
+		first = false
+		o := openSend{lag: now.Sub(lagFrom), capped: !waited && noneIdle && r.workers.Load() >= int64(r.maxWorkers)}
 		if !now.Before(r.end()) {
 			if r.cancelled.Load() != 0 || r.limit != nil || now.Sub(r.end()) >= r.s.Timeout {
 				return
@@ -479,11 +496,23 @@ func (r *run) openWorker(ctx context.Context, id int) {
 			r.rm.lag.Observe(o.lag.Seconds())
 		}
 		r.send(d, rec, now, from, &o)
+		free = r.a.now()
 	}
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // send does one request; open is the open loop's send, nil in closed loop.
 func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, open *openSend) {
+	if open != nil {
+		open.wait = sent.Sub(from)
+	}
 	rec.inFlight.Add(1)
 	res, err := d.Do(sent.Add(r.s.Timeout))
 	done := r.a.now()

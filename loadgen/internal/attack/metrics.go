@@ -18,6 +18,7 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	bytes       *prometheus.CounterVec
 	inFlight    *prometheus.GaugeVec
+	inFlightS   *prometheus.CounterVec
 	scheduled   *prometheus.CounterVec
 	sent        *prometheus.CounterVec
 	lag         *prometheus.HistogramVec
@@ -56,6 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		duration:    hist(metricdefs.RequestDuration),
 		bytes:       metricdefs.ResponseBytes.NewCounterVec(),
 		inFlight:    metricdefs.RequestsInFlight.NewGaugeVec(),
+		inFlightS:   metricdefs.RequestsInFlightSeconds.NewCounterVec(),
 		scheduled:   metricdefs.OpenLoopScheduled.NewCounterVec(),
 		sent:        metricdefs.OpenLoopSent.NewCounterVec(),
 		lag:         hist(metricdefs.OpenLoopLag),
@@ -69,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		handshakes:  metricdefs.TLSHandshakes.NewCounterVec(),
 		hsDuration:  hist(metricdefs.TLSHandshakeDuration),
 	}
-	reg.MustRegister(m.requests, m.errors, m.duration, m.bytes, m.inFlight, m.scheduled,
+	reg.MustRegister(m.requests, m.errors, m.duration, m.bytes, m.inFlight, m.inFlightS, m.scheduled,
 		m.sent, m.lag, m.targetRate, m.wrongOrigin, m.lateCodes, m.lateErrors, m.missed, m.queued, m.capped,
 		m.handshakes, m.hsDuration)
 	return m
@@ -90,6 +92,7 @@ type runMetrics struct {
 	duration    prometheus.Observer
 	bytes       prometheus.Counter
 	inFlight    prometheus.Gauge
+	inFlightS   prometheus.Counter
 	scheduled   prometheus.Counter
 	sent        prometheus.Counter
 	lag         prometheus.Observer
@@ -113,6 +116,7 @@ func (m *Metrics) forRun(l Labels, p wire.Proto) *runMetrics {
 		duration:    m.duration.WithLabelValues(vals...),
 		bytes:       m.bytes.WithLabelValues(vals...),
 		inFlight:    m.inFlight.WithLabelValues(vals...),
+		inFlightS:   m.inFlightS.WithLabelValues(vals...),
 		scheduled:   m.scheduled.WithLabelValues(vals...),
 		sent:        m.sent.WithLabelValues(vals...),
 		lag:         m.lag.WithLabelValues(vals...),

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -299,5 +300,47 @@ func TestH2LoopStreamLimitAndTimeout(t *testing.T) {
 	res = mustRun(t, a, s)
 	if res.Requests != 0 || res.Errors == 0 || res.ErrorReasons["timeout"] != res.Errors {
 		t.Errorf("slow: requests %d, errors %v; want every one a timeout", res.Requests, res.ErrorReasons)
+	}
+}
+
+// TestOpenLoopSlowAcceptIsNotSendLag: a TLS server whose accept loop
+// takes 100 ms per connection, offered an open loop that makes the pool
+// grow. A request that falls due while its new worker waits to be
+// accepted waited for the target: its latency counts that wait from the
+// due time, the loadgen's send lag does not (it was 100 ms and more,
+// beyond the 10 ms that flags the loadgen). Control: the same load
+// accepted at once, where the latency has no such wait.
+func TestOpenLoopSlowAcceptIsNotSendLag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+	}{{"slow accept", 100 * time.Millisecond}, {"control", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := wiretest.NewTLSServer(t, hello, []string{"http/1.1"}, 0, 0, func(s *http.Server) {
+				counted := s.ConnState
+				s.ConnState = func(c net.Conn, st http.ConnState) {
+					if st == http.StateNew { // in the accept loop: the next accept waits too
+						time.Sleep(tc.delay)
+					}
+					counted(c, st)
+				}
+			})
+			a, _ := newAttacker(t)
+			res := mustRun(t, a, Spec{URL: srv.URL + "/", Proto: ProtoTLS, TLS: TLSSettings{RootCAs: srv.Pool},
+				Load: load.Open{Rate: 200, MaxInFlight: 20, Duration: time.Second}})
+			p99 := latency(res).P99
+			t.Logf("connections %d, sent %d, capped %d, lag p99 %v, latency p99 %.3fs", srv.Conns.Load(), res.Sent, res.Capped, res.LagP99, p99)
+			if res.LagP99 > 30*time.Millisecond {
+				t.Errorf("send lag p99 %v: the accept's wait was charged to the loadgen", res.LagP99)
+			}
+			if tc.delay > 0 && (srv.Conns.Load() < 2 || p99 < 0.09) {
+				t.Errorf("%d connections, latency p99 %.3fs: want the pool grown and the accept's wait in the latency", srv.Conns.Load(), p99)
+			}
+			if tc.delay == 0 && p99 > 0.09 {
+				t.Errorf("control latency p99 %.3fs", p99)
+			}
+		})
 	}
 }

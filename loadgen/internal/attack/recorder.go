@@ -74,14 +74,21 @@ func newRecorder(open bool) *recorder {
 	return r
 }
 
-// openSend is how an open-loop request was sent: lag is actual minus
-// intended send time, capped says it waited because max in flight was
-// reached (then its lag is the target's doing and stays out of LagP99).
+// openSend is how an open-loop request was sent: lag is the actual send
+// time minus the intended one, or minus when its worker became free
+// (connected, or its previous request answered) if that came later: a slow
+// accept, handshake or answer is the target's wait, not the loadgen's;
+// capped says it waited because max in
+// flight was reached (then its lag is the target's doing and stays out of
+// LagP99).
 type openSend struct {
 	lag    time.Duration
 	capped bool
 	held   bool // the MaxRate cap held it: its lag is the cap's, out of LagP99 too
 	queued bool // due inside the window, still queued at its end: sent after it
+	// wait is the part of its latency before it was sent (from its due
+	// time to the send; 0 when it was sent at its latency's start).
+	wait time.Duration
 }
 
 // record accounts one finished request; latency is from the (intended) send.
@@ -92,6 +99,11 @@ type openSend struct {
 // into the window's histogram.
 func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration, res wire.Response, err error, open *openSend, late bool) {
 	us := clampUs(latency)
+	inFlight := latency
+	if open != nil {
+		inFlight -= open.wait
+	}
+	rm.inFlightS.Add(inFlight.Seconds())
 	var reason errReason
 	if err != nil {
 		reason = wire.Classify(err)

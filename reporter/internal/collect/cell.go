@@ -152,7 +152,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 	}
 	a := &cellAcc{cell: &cell, lateCodes: map[string]int64{}, lateReasons: map[string]int64{},
 		lat:      report.Latency{P50: nan, P90: nan, P95: nan, P99: nan, P999: nan, Max: nan},
-		latCount: nan, latSum: nan, cadvisorCPU: nan, loadgenCPU: nan, periods: nan, throttled: nan, runDelay: nan, pressure: nan, gomaxprocs: nan}
+		latCount: nan, latSum: nan, inFlightSeconds: nan, cadvisorCPU: nan, loadgenCPU: nan, periods: nan, throttled: nan, runDelay: nan, pressure: nan, gomaxprocs: nan}
 	for i := range a.hs {
 		a.hs[i] = hsAcc{q: report.HandshakeLatency{P50: nan, P99: nan}, count: nan, sum: nan}
 	}
@@ -182,6 +182,12 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 			return report.NaN()
 		}
 		return x / report.Num(d)
+	}
+	// The mean in flight from the time the requests spent in flight, exact
+	// over the window; the sampled gauge's average only for a loadgen that
+	// does not count that time.
+	if v := perSec(a.inFlightSeconds); v.Known() {
+		cell.InFlightMean = v
 	}
 	proxyCPU, proxySrc := a.cadvisorCPU, report.ProxyCPUCAdvisor
 	if w.ProxyCPUSeconds != nil {

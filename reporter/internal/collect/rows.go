@@ -38,6 +38,7 @@ type cellAcc struct {
 	lateCodes, lateReasons  map[string]int64
 	lat                     report.Latency // the quantiles
 	latCount, latSum        report.Num
+	inFlightSeconds         report.Num // the requests' time in flight over the window (Little's L x duration)
 	cadvisorCPU, loadgenCPU report.Num // CPU seconds over the window
 	periods, throttled      report.Num // the loadgen cgroup's CFS periods
 	runDelay, pressure      report.Num
@@ -307,6 +308,7 @@ var cellRows = func() []cellRow {
 		{"inflight", byLoadgen, func(q *cellQuery) string {
 			return fmt.Sprintf("sum(avg_over_time(%s%s[%s] @ %s))", metricdefs.RequestsInFlight.Name, q.sel, q.steady.W, q.steady.E)
 		}, cell(func(c *report.Cell) *report.Num { return &c.InFlightMean })},
+		{"inflight_seconds", byLoadgen, traffic(metricdefs.RequestsInFlightSeconds, ""), into(func(a *cellAcc) *report.Num { return &a.inFlightSeconds })},
 		{"scrapes", byNone, func(q *cellQuery) string {
 			return fmt.Sprintf("max(count_over_time(%s%s[%s] @ %s))", metricdefs.Requests.Name, q.sel, q.exact.W, q.exact.E)
 		}, func(a *cellAcc, s promapi.Sample) { a.cell.Scrapes = int(orZero(toNum(s.Value))) }},
