@@ -7,69 +7,52 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"proxybench/internal/dockerx"
 )
 
 // StudyLabel marks every container a study starts, so that a crashed study's
 // leftovers are found and removed (RemoveLeftovers).
 const StudyLabel = "proxybench.study"
 
-// Container is a container a study starts with `docker run -d`.
+// Container is a container a study starts (as `docker run -d` would).
 type Container struct {
 	Name    string
 	Image   string
 	Network string   // "host" or "bridge"
-	Publish []string // bridge: docker run -p values, always on 127.0.0.1
+	Publish []string // bridge: `docker run -p` values, always on 127.0.0.1
 	CPUs    float64  // docker --cpus (0 = no quota)
 	Cpuset  string   // docker --cpuset-cpus ("" = any CPU)
-	Mounts  []string // docker -v values
+	Mounts  []string // `docker run -v` values
 	Env     []string // docker -e values
 	Cmd     []string // the command after the image
 }
 
-// docker runs the docker CLI and returns its trimmed stdout.
-func docker(ctx context.Context, args ...string) (string, error) {
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
-}
+// engine is the Docker engine the studies start their containers on
+// (internal/dockerx, the one client), connected once.
+var engine = sync.OnceValues(func() (*dockerx.Client, error) { return dockerx.New(context.Background()) })
 
 // Start removes any container of the same name and starts c; the returned
 // stop removes it (with a fresh context, so it works after a Ctrl-C).
 func (e *Env) Start(ctx context.Context, c Container) (stop func(), err error) {
-	_, _ = docker(ctx, "rm", "-f", c.Name)
-	args := []string{"run", "-d", "--name", c.Name, "--label", StudyLabel + "=" + e.rec.Run, "--network", c.Network}
-	for _, p := range c.Publish {
-		args = append(args, "-p", p)
-	}
-	if c.CPUs > 0 {
-		args = append(args, "--cpus", fmt.Sprintf("%g", c.CPUs))
-	}
-	if c.Cpuset != "" {
-		args = append(args, "--cpuset-cpus", c.Cpuset)
-	}
-	for _, m := range c.Mounts {
-		args = append(args, "-v", m)
-	}
-	for _, v := range c.Env {
-		args = append(args, "-e", v)
-	}
-	args = append(append(args, c.Image), c.Cmd...)
-	if _, err := docker(ctx, args...); err != nil {
+	dc, err := engine()
+	if err != nil {
 		return nil, err
 	}
-	e.Log.Info("study container started", "name", c.Name, "image", c.Image, "network", c.Network, "cpus", c.CPUs, "cpuset", c.Cpuset)
+	id, err := dc.Run(ctx, dockerx.RunSpec{Name: c.Name, Image: c.Image, Labels: map[string]string{StudyLabel: e.rec.Run},
+		Network: c.Network, Publish: c.Publish, CPUs: c.CPUs, Cpuset: c.Cpuset, Binds: c.Mounts, Env: c.Env, Cmd: c.Cmd})
+	if err != nil {
+		return nil, err
+	}
+	e.Log.Info("study container started", "name", c.Name, "id", id[:min(12, len(id))], "image", c.Image, "network", c.Network, "cpus", c.CPUs, "cpuset", c.Cpuset)
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := docker(sctx, "rm", "-f", c.Name); err != nil {
+		if err := dc.Remove(sctx, c.Name); err != nil {
 			e.Log.Warn("study container not removed", "name", c.Name, "err", err)
 		}
 	}, nil
@@ -78,11 +61,11 @@ func (e *Env) Start(ctx context.Context, c Container) (stop func(), err error) {
 // RemoveLeftovers removes the containers earlier studies left behind (a
 // killed study cannot remove its own).
 func RemoveLeftovers(ctx context.Context) error {
-	ids, err := docker(ctx, "ps", "-aq", "--filter", "label="+StudyLabel)
-	if err != nil || ids == "" {
+	dc, err := engine()
+	if err != nil {
 		return err
 	}
-	_, err = docker(ctx, append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	_, err = dc.RemoveWithLabel(ctx, StudyLabel)
 	return err
 }
 

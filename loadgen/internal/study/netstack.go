@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"proxybench/internal/cputime"
+	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/placement"
 	"proxybench/internal/studydata"
@@ -183,18 +184,23 @@ func netstack(ctx context.Context, e *Env) error {
 	// the containers by name.
 	state := filepath.Join(os.TempDir(), nsStateDirName)
 	nsKillLeftover(e, state)
+	dc, err := engine()
+	if err != nil {
+		return fmt.Errorf("netstack: %w", err)
+	}
 	for _, m := range []string{nsHost, nsBridge} {
-		_, _ = docker(ctx, "rm", "-f", nsContainerName+m)
+		_ = dc.Remove(ctx, nsContainerName+m)
 	}
 	if err := os.RemoveAll(state); err != nil {
 		return fmt.Errorf("netstack: remove %s: %w", state, err)
 	}
 
 	// Preflight: the image, its nginx version, the host's nginx.
-	if _, err := docker(ctx, "image", "inspect", "-f", "{{.Id}}", image); err != nil {
+	if _, err := dc.ImageID(ctx, image); err != nil {
 		return fmt.Errorf("netstack: the lab's nginx image %s is missing (make prepare builds it, scripts/images.sh): %w", image, err)
 	}
-	imageVer, verr := docker(ctx, "run", "--rm", "--network", "none", "--label", StudyLabel+"="+r.Run, image, "dpkg-query", "-W", "-f", "${Version}", "nginx")
+	imageVer, verr := dc.RunOnce(ctx, dockerx.RunSpec{Name: nsContainerName + "version", Image: image, Network: "none",
+		Labels: map[string]string{StudyLabel: r.Run}, Cmd: []string{"dpkg-query", "-W", "-f", "${Version}", "nginx"}})
 	bin, err := nsHostNginx()
 	if err != nil {
 		install := "apt-get install -y --no-install-recommends nginx"

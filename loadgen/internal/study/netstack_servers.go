@@ -127,24 +127,22 @@ func nsStartContainer(ctx context.Context, e *Env, mode, image, dir string, cpus
 		return nil, fmt.Errorf("netstack: %s container: %w", mode, err)
 	}
 	s := &nsServer{Mode: mode, Container: c.Name, stop: stop}
-	out, err := docker(ctx, "inspect", "-f", "{{.Id}} {{.State.Pid}}", c.Name)
-	f := strings.Fields(out)
-	if err != nil || len(f) != 2 {
-		return s, fmt.Errorf("netstack: inspect %s: %v %q", c.Name, err, out)
+	dc, err := engine()
+	if err != nil {
+		return s, fmt.Errorf("netstack: %w", err)
 	}
-	s.ID = f[0]
-	if s.Pid, err = strconv.Atoi(f[1]); err != nil || s.Pid <= 0 {
-		logs, _ := docker(ctx, "logs", "--tail", "20", c.Name)
-		return s, fmt.Errorf("netstack: %s container is not running (pid %q): %s", mode, f[1], logs)
+	ctr, err := dc.Inspect(ctx, c.Name)
+	if err != nil {
+		return s, fmt.Errorf("netstack: %w", err)
+	}
+	s.ID, s.Pid = ctr.ID, ctr.Pid
+	if s.Pid <= 0 {
+		logs, _ := dc.Tail(ctx, c.Name, 20)
+		return s, fmt.Errorf("netstack: %s container is not running (%s %s): %s", mode, ctr.State, ctr.ExitInfo(), logs)
 	}
 	if mode == nsBridge {
-		hp, err := docker(ctx, "port", c.Name, fmt.Sprintf("%d/tcp", nsContainerPort))
-		if err != nil {
+		if port, err = dc.HostPort(ctx, c.Name, nsContainerPort); err != nil {
 			return s, fmt.Errorf("netstack: %w", err)
-		}
-		_, p, _ := strings.Cut(strings.Fields(hp)[0], "127.0.0.1:")
-		if port, err = strconv.Atoi(p); err != nil {
-			return s, fmt.Errorf("netstack: docker port %s: %q", c.Name, hp)
 		}
 	}
 	s.Port, s.URL = port, fmt.Sprintf("http://127.0.0.1:%d/", port)
@@ -178,8 +176,12 @@ func nsQuote(args []string) []string {
 func nsVersionCheck(ctx context.Context, e *Env, bin, container string) error {
 	hostV, herr := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${Version}", "nginx").Output()
 	hostN, _ := exec.CommandContext(ctx, bin, "-v").CombinedOutput()
-	ctrV, cerr := docker(ctx, "exec", container, "dpkg-query", "-W", "-f", "${Version}", "nginx")
-	ctrN, _ := docker(ctx, "exec", container, "sh", "-c", "nginx -v 2>&1")
+	var ctrV, ctrN string
+	dc, cerr := engine()
+	if cerr == nil {
+		ctrV, cerr = dc.Exec(ctx, container, "dpkg-query", "-W", "-f", "${Version}", "nginx")
+		ctrN, _ = dc.Exec(ctx, container, "sh", "-c", "nginx -v 2>&1")
+	}
 	hv := strings.TrimSpace(string(hostV))
 	ok := herr == nil && cerr == nil && hv != "" && hv == ctrV
 	return e.AddCheck("same nginx build", ok, "host: dpkg nginx %s, %s; container: dpkg nginx %s, %s",

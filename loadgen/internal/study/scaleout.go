@@ -253,7 +253,10 @@ func scaleout(ctx context.Context, e *Env) error {
 		for _, x := range c.Ctrs {
 			u := fmt.Sprintf("http://127.0.0.1:%d%s", x.Port, scaleoutPath)
 			if err := WaitHTTP(ctx, u, 20*time.Second); err != nil {
-				logs, _ := docker(context.Background(), "logs", "--tail", "20", x.Name)
+				var logs string
+				if dc, derr := engine(); derr == nil {
+					logs, _ = dc.Tail(context.WithoutCancel(ctx), x.Name, 20)
+				}
 				return fmt.Errorf("%s: %w; its log: %s", x.Name, err, logs)
 			}
 		}

@@ -51,8 +51,12 @@ func scaleoutCpuset(p placement.Placement) (placement.CPUSet, string) {
 // pins of compose/docker-compose.yml; both must exist on the engine.
 func scaleoutImages(ctx context.Context, repo string) (nginx, haproxy string, err error) {
 	nginx, haproxy = composeImage(repo, "NGINX_IMAGE", "nginx:1.22.1"), composeImage(repo, "HAPROXY_IMAGE", "haproxy:2.6.12")
+	dc, err := engine()
+	if err != nil {
+		return "", "", err
+	}
 	for _, img := range []string{nginx, haproxy} {
-		if _, err := docker(ctx, "image", "inspect", "--format", "{{.Id}}", img); err != nil {
+		if _, err := dc.ImageID(ctx, img); err != nil {
 			return "", "", fmt.Errorf("image %s is not on this engine: build the lab's images first (scripts/images.sh, make images): %w", img, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -27,24 +28,22 @@ type soProbe struct {
 // probeContainer reads a container's quota from docker inspect and from its
 // cgroup (cpu.cfs_quota_us / cpu.cfs_period_us on v1, cpu.max on v2).
 func probeContainer(ctx context.Context, name string) (soProbe, error) {
-	out, err := docker(ctx, "inspect", "--format", "{{.Id}} {{.State.Pid}} {{.HostConfig.NanoCpus}}", name)
+	dc, err := engine()
 	if err != nil {
 		return soProbe{}, err
 	}
-	f := strings.Fields(out)
-	if len(f) != 3 {
-		return soProbe{}, fmt.Errorf("docker inspect %s: %q: want id, pid and NanoCpus", name, out)
+	ctr, err := dc.Inspect(ctx, name)
+	if err != nil {
+		return soProbe{}, err
 	}
-	pid, _ := strconv.Atoi(f[1])
-	nano, _ := strconv.ParseInt(f[2], 10, 64)
-	if pid <= 0 {
-		return soProbe{}, fmt.Errorf("container %s is not running (pid %s)", name, f[1])
+	if ctr.Pid <= 0 {
+		return soProbe{}, fmt.Errorf("container %s is not running (%s %s)", name, ctr.State, ctr.ExitInfo())
 	}
-	g, err := cgroup.Of(pid)
+	g, err := cgroup.Of(ctr.Pid)
 	if err != nil {
 		return soProbe{}, fmt.Errorf("container %s: %w", name, err)
 	}
-	p := soProbe{id: f[0], nano: nano, g: g}
+	p := soProbe{id: ctr.ID, nano: int64(math.Round(ctr.CPUs * 1e9)), g: g}
 	p.cgDir, _ = g.Dirs()
 	if p.quotaUS, p.periodUS, err = g.OwnQuota(); err != nil {
 		return p, err
