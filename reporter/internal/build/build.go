@@ -169,7 +169,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 		for i := range man.Cells {
 			byID[man.Cells[i].ID] = &man.Cells[i]
 			if mc := man.Cells[i]; mc.Status == manifest.CellSkipped {
-				r.NotRun = append(r.NotRun, report.NotRun{ID: mc.ID, Reason: mc.Reason})
+				r.NotRun = append(r.NotRun, report.NotRun{Key: mc.Key, Reason: mc.Reason})
 			}
 		}
 	}

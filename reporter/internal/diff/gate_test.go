@@ -150,9 +150,9 @@ func gateCases() []struct {
 			lines: []string{"- haproxy.fast.simple.quick: missing in B\n", "- haproxy.go.simple.quick: missing in B\n",
 				"| haproxy.fast.simple.quick | 3 valid of 3 | – | **missing in B** |"}},
 		{name: "skipped", a: mkReport("A", base), b: mkReport("B", without("haproxy"),
-			report.NotRun{ID: "haproxy.fast.simple.quick.r1", Reason: "proxy haproxy exited (code 137)"},
-			report.NotRun{ID: "haproxy.fast.simple.quick.r2", Reason: "proxy haproxy exited (code 137)"},
-			report.NotRun{ID: "haproxy.fast.simple.quick.r3", Reason: "proxy haproxy exited (code 137)"}), regs: 2,
+			report.NotRun{Key: cellid.Key{ID: "haproxy.fast.simple.quick.r1"}, Reason: "proxy haproxy exited (code 137)"},
+			report.NotRun{Key: cellid.Key{ID: "haproxy.fast.simple.quick.r2"}, Reason: "proxy haproxy exited (code 137)"},
+			report.NotRun{Key: cellid.Key{ID: "haproxy.fast.simple.quick.r3"}, Reason: "proxy haproxy exited (code 137)"}), regs: 2,
 			lines: []string{"- haproxy.fast.simple.quick: skipped in B: proxy haproxy exited (code 137)\n", "- haproxy.go.simple.quick: missing in B\n",
 				"| 0 valid of 3 (3 not run) |"}},
 		{name: "failed", a: mkReport("A", base), b: mkReport("B", edit(func(s *cellSpec) {

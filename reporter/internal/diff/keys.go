@@ -2,7 +2,6 @@ package diff
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -110,9 +109,6 @@ func index(r *report.Report) map[string][]*report.Cell {
 	return m
 }
 
-// repeatSuffix ends a cell id: proxy.origin.scenario.tier.r<N>.
-var repeatSuffix = regexp.MustCompile(`\.r[0-9]+$`)
-
 // sides counts each key's repeats: cells from g, not-run repeats from
 // r.NotRun (whose ids carry the key).
 func sides(r *report.Report, g map[string][]*report.Cell) map[string]Side {
@@ -141,7 +137,7 @@ func sides(r *report.Report, g map[string][]*report.Cell) map[string]Side {
 		out[k] = s
 	}
 	for _, nr := range r.NotRun {
-		k := repeatSuffix.ReplaceAllString(nr.ID, "")
+		k := nr.GroupKey()
 		s := out[k]
 		s.NotRun++
 		reason := nr.Reason

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/cellid"
 	"proxybench/reporter/internal/report"
 )
 
@@ -27,7 +28,7 @@ func fullReport() *report.Report {
 	c.Series = report.TimeSeries{T: []float64{0, 1}, CPU: []float64{0.5, -0}}
 	c.Validity = report.Validity{Verdict: report.Suspect, Flags: []report.Flag{{Code: "few_scrapes", Severity: report.Suspect, Reason: "2 scrapes"}}}
 	r.Groups = []report.Group{{Key: c.GroupKey(), Repeats: 1, Valid: 1, Metrics: map[string]report.Stat{"rps": {N: 1, Mean: 5, Median: 5, Stddev: report.NaN(), Values: []report.Num{5}}}}}
-	r.NotRun = []report.NotRun{{ID: "caddy.go.simple.quick.r1", Reason: "route broken"}}
+	r.NotRun = []report.NotRun{{Key: cellid.New("caddy", "go", "simple", "quick", 1), Reason: "route broken"}}
 	r.Notes = []string{"note"}
 	r.Environment = report.Environment{Proxies: []report.ProxyEnv{{Proxy: "nginx", CPULimitCores: 1, MemLimitBytes: report.NaN()}}, Host: map[string]string{"os": "linux"}}
 	return r

@@ -52,7 +52,7 @@ func TestHandshakeSplit(t *testing.T) {
 	ctl := hsCell("nginx", "tls-handshake-full", 1, ex(10, 1, 1), nil)
 	ctl.Key = cellid.NewArm("nginx", "fast", "tls-handshake-full", "2s", cellid.ArmControl, 1)
 	cells = append(cells, ctl)
-	notRun := []NotRun{{ID: "caddy.fast.tls-handshake-resumed.2s.r1", Reason: "preflight: caddy TLS 127.0.0.1:9884 (ALPN http/1.1, TLS 1.3): connection refused"}}
+	notRun := []NotRun{{Key: cellid.New("caddy", "fast", "tls-handshake-resumed", "2s", 1), Reason: "preflight: caddy TLS 127.0.0.1:9884 (ALPN http/1.1, TLS 1.3): connection refused"}}
 
 	got := BuildHandshakeSplit(cells, notRun)
 	if len(got) != 4 {

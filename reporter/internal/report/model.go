@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"proxybench/internal/cellid"
@@ -93,8 +94,21 @@ type Report struct {
 // broken route, proxy gone, run interrupted): listed with its reason, never
 // silently dropped.
 type NotRun struct {
-	ID     string `json:"id"`
+	cellid.Key
 	Reason string `json:"reason"`
+}
+
+// GroupKey is the not-run cell's key across repeats (cellid.Key.GroupKey);
+// a report written before not-run cells carried their key has only the id,
+// whose repeat suffix (".r<N>") is cut off.
+func (n NotRun) GroupKey() string {
+	if n.Proxy != "" {
+		return n.Key.GroupKey()
+	}
+	if i := strings.LastIndex(n.ID, ".r"); i > 0 {
+		return n.ID[:i]
+	}
+	return n.ID
 }
 
 // Sources says where the numbers came from.
