@@ -160,8 +160,10 @@ func (a *Attacker) Run(ctx context.Context, s Spec, progress func(Progress)) (*R
 	return res, nil
 }
 
+// prepare sets up the run of s, which validate has resolved (its Proto
+// among others).
 func (a *Attacker) prepare(s *Spec) (*run, error) {
-	proto := specProto(s)
+	proto := s.Proto
 	r := &run{a: a, s: *s, rm: a.m.forRun(s.Labels, proto), per: 1}
 	m := s.Load
 	r.total, r.maxWorkers, r.pacer, r.active = m.Window(), m.MaxWorkers(), m.Pacer(), m.Active()

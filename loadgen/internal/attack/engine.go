@@ -8,10 +8,11 @@ import (
 	"proxybench/loadgen/internal/wire"
 )
 
-// target is what package wire sends for s (its TLS config apart).
+// target is what package wire sends for s (its TLS config apart), once
+// validate has resolved it.
 func target(s *Spec) wire.Target {
 	return wire.Target{URL: s.URL, Method: s.Method, Header: s.Header, Body: s.Body, NewConnPerRequest: s.NewConnPerRequest,
-		ExpectOrigin: s.ExpectOrigin, Timeout: s.Timeout, Limits: specLimits(s), Proto: specProto(s)}
+		ExpectOrigin: s.ExpectOrigin, Timeout: s.Timeout, Limits: specLimits(s), Proto: s.Proto}
 }
 
 // launchEvLoop starts the closed loop on package wire's event loop: one

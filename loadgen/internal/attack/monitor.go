@@ -123,7 +123,7 @@ func (r *run) result() *Result {
 		LateReasons:  map[string]int64{},
 		Hist:         newHist(),
 	}
-	res.Protocol = specProto(&r.s)
+	res.Protocol = r.s.Proto
 	var hs handshakes
 	if res.Protocol.Secure() {
 		res.TLS = &manifest.TLS{}

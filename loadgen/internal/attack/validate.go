@@ -130,7 +130,8 @@ func (s *Spec) validate() error {
 }
 
 // specProto is the protocol s speaks: Spec.Proto, or for "" h1 over
-// http:// and tls over https://.
+// http:// and tls over https://. validate resolves it into Spec.Proto
+// once; only Engine, which a caller may ask before a run, works it out.
 func specProto(s *Spec) Proto {
 	if s.Proto != "" {
 		return s.Proto
