@@ -48,6 +48,9 @@ func (m Closed) Share(f float64) Model {
 	return Closed{Connections: shareConns(m.Connections, f), Duration: m.Duration}
 }
 
+// Streams implements Model: the connections shared among n streams each.
+func (m Closed) Streams(n int) Model { return m.Share(1 / float64(n)) }
+
 // Summary implements Model.
 func (m Closed) Summary() (int, float64) { return m.Connections, 0 }
 

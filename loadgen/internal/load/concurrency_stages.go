@@ -56,6 +56,10 @@ func (m ConcurrencyStages) Share(f float64) Model {
 	return ConcurrencyStages{Stages: shareStages(m.Stages, f, true)}
 }
 
+// Streams implements Model: the stages as they are, each connection
+// carrying n streams.
+func (m ConcurrencyStages) Streams(int) Model { return m }
+
 // Summary implements Model: the peak connections, no rate.
 func (m ConcurrencyStages) Summary() (int, float64) { return int(peak(m.Stages)), 0 }
 

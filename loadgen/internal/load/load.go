@@ -39,6 +39,11 @@ type Model interface {
 	// Share is the share f (0..1] of this load, for one variant of a
 	// traffic mix: of the rate, of the connections (at least one each).
 	Share(f float64) Model
+	// Streams is this load of requests in flight as connections that carry
+	// n concurrent streams each (HTTP/2, HTTP/3): a closed loop's
+	// connections and an open loop's most in flight divided by n (at least
+	// one); stages keep theirs (each connection carries n streams).
+	Streams(n int) Model
 	// Summary is the concurrency and rate a cell or a summary shows: the
 	// connections (closed loop, the peak of concurrency stages) or the most
 	// in flight (open loop), and the offered rate (open loop; rate stages:

@@ -213,3 +213,26 @@ func TestShare(t *testing.T) {
 		}
 	}
 }
+
+// TestStreams: requests in flight as connections carrying streams: a
+// closed loop's connections and an open loop's most in flight are split
+// (at least one), the rate and stages stay.
+func TestStreams(t *testing.T) {
+	t.Parallel()
+	if got := (Closed{Connections: 50}).Streams(10); got != (Closed{Connections: 5}) {
+		t.Errorf("closed %+v", got)
+	}
+	if got := (Closed{Connections: 4}).Streams(10); got != (Closed{Connections: 1}) {
+		t.Errorf("closed below one connection %+v", got)
+	}
+	if got := (Open{Rate: 100, MaxInFlight: 50}).Streams(10); got != (Open{Rate: 100, MaxInFlight: 5}) {
+		t.Errorf("open %+v: the rate stays, the most in flight is split", got)
+	}
+	if got := (Open{Rate: 100}).Streams(10).(Open); got.MaxInFlight != DefaultMaxInFlight/10 {
+		t.Errorf("open with the default cap %+v", got)
+	}
+	st := ConcurrencyStages{Stages: []Stage{{Target: 10, Duration: time.Second}}}
+	if got := st.Streams(10); got.MaxWorkers() != st.MaxWorkers() {
+		t.Errorf("stages changed: %+v", got)
+	}
+}

@@ -53,6 +53,16 @@ func (m Open) Share(f float64) Model {
 	return Open{Rate: m.Rate * f, MaxInFlight: shareConns(m.MaxInFlight, f), Duration: m.Duration}
 }
 
+// Streams implements Model: the most in flight (the default when 0) over
+// n streams a connection, at least one connection; the rate as it is.
+func (m Open) Streams(n int) Model {
+	if m.MaxInFlight == 0 {
+		m.MaxInFlight = DefaultMaxInFlight
+	}
+	m.MaxInFlight = max(1, m.MaxInFlight/n)
+	return m
+}
+
 // Summary implements Model: the cap as given (0 = the default) and the rate.
 func (m Open) Summary() (int, float64) { return m.MaxInFlight, m.Rate }
 

@@ -46,6 +46,10 @@ func (m RateStages) Share(f float64) Model {
 	return RateStages{Stages: shareStages(m.Stages, f, false), MaxInFlight: shareConns(m.MaxInFlight, f)}
 }
 
+// Streams implements Model: the stages as they are, each connection
+// carrying n streams.
+func (m RateStages) Streams(int) Model { return m }
+
 // Summary implements Model: the cap as given and the schedule's average rate.
 func (m RateStages) Summary() (int, float64) { return m.MaxInFlight, mean(m.Stages) }
 

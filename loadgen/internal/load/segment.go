@@ -161,6 +161,10 @@ func (m Segmented) Warmup(d time.Duration) Model {
 // Share implements Model: the segment's share of the base's share.
 func (m Segmented) Share(f float64) Model { return Segmented{Base: m.Base.Share(f), Seg: m.Seg} }
 
+// Streams implements Model: as it is (a segment of a fleet's load keeps its
+// connections).
+func (m Segmented) Streams(int) Model { return m }
+
 // Summary implements Model: the segment's connections (or max in flight)
 // and its share of the rate.
 func (m Segmented) Summary() (int, float64) {

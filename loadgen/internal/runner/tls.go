@@ -11,7 +11,6 @@ import (
 	"proxybench/internal/scenario"
 	"proxybench/internal/tlscert"
 	"proxybench/loadgen/internal/attack"
-	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/wire"
@@ -33,28 +32,9 @@ func (r *Runner) tlsSpec(s *attack.Spec, sh scenario.Shape) error {
 	s.TLS = attack.TLSSettings{RootCAs: roots, MinVersion: v, MaxVersion: v, DisableResumption: sh.NoResume}
 	if sh.Streams > 1 {
 		s.Streams = sh.Streams
-		s.Load = streamLoad(s.Load, sh.Streams)
+		s.Load = s.Load.Streams(sh.Streams)
 	}
 	return nil
-}
-
-// streamLoad is the load m of requests in flight as connections carrying
-// streams each: a closed loop's connections and an open loop's most in
-// flight are divided by streams (at least one connection); stages keep
-// theirs (each connection carries streams).
-func streamLoad(m load.Model, streams int) load.Model {
-	f := 1 / float64(streams)
-	switch l := m.(type) {
-	case load.Closed:
-		return l.Share(f)
-	case load.Open:
-		if l.MaxInFlight == 0 {
-			l.MaxInFlight = load.DefaultMaxInFlight
-		}
-		l.MaxInFlight = max(1, l.MaxInFlight/streams)
-		return l
-	}
-	return m
 }
 
 // roots is the lab CA the TLS cells trust (internal/tlscert), read once.

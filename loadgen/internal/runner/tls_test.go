@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"proxybench/internal/manifest"
-	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/wire/wiretest"
 )
@@ -119,18 +118,3 @@ func TestTLSPreflight(t *testing.T) {
 	}
 }
 
-func TestStreamLoad(t *testing.T) {
-	t.Parallel()
-	if got := streamLoad(load.Closed{Connections: 50}, 10); got != (load.Closed{Connections: 5}) {
-		t.Errorf("closed %+v", got)
-	}
-	if got := streamLoad(load.Closed{Connections: 4}, 10); got != (load.Closed{Connections: 1}) {
-		t.Errorf("closed below one connection %+v", got)
-	}
-	if got := streamLoad(load.Open{Rate: 100, MaxInFlight: 50}, 10); got != (load.Open{Rate: 100, MaxInFlight: 5}) {
-		t.Errorf("open %+v: the rate stays, the most in flight is split", got)
-	}
-	if got := streamLoad(load.Open{Rate: 100}, 10).(load.Open); got.MaxInFlight != load.DefaultMaxInFlight/10 {
-		t.Errorf("open with the default cap %+v", got)
-	}
-}
