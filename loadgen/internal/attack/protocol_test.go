@@ -304,18 +304,21 @@ func TestH2LoopStreamLimitAndTimeout(t *testing.T) {
 }
 
 // TestOpenLoopSlowAcceptIsNotSendLag: a TLS server whose accept loop
-// takes 100 ms per connection, offered an open loop that makes the pool
+// takes 200 ms per connection, offered an open loop that makes the pool
 // grow. A request that falls due while its new worker waits to be
 // accepted waited for the target: its latency counts that wait from the
-// due time, the loadgen's send lag does not (it was 100 ms and more,
-// beyond the 10 ms that flags the loadgen). Control: the same load
-// accepted at once, where the latency has no such wait.
+// due time, the loadgen's send lag does not (charged to the loadgen it
+// came to 0.6-1.2 s, where 10 ms flags the loadgen). The bound on the lag
+// is the accept's 200 ms plus room for the host's own stalls (up to
+// 114 ms seen while make test ran packages side by side). Control: the
+// same load accepted at once, whose latency has no such wait.
 func TestOpenLoopSlowAcceptIsNotSendLag(t *testing.T) {
 	t.Parallel()
+	const delay = 200 * time.Millisecond
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration
-	}{{"slow accept", 100 * time.Millisecond}, {"control", 0}} {
+	}{{"slow accept", delay}, {"control", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := wiretest.NewTLSServer(t, hello, []string{"http/1.1"}, 0, 0, func(s *http.Server) {
@@ -332,14 +335,17 @@ func TestOpenLoopSlowAcceptIsNotSendLag(t *testing.T) {
 				Load: load.Open{Rate: 200, MaxInFlight: 20, Duration: time.Second}})
 			p99 := latency(res).P99
 			t.Logf("connections %d, sent %d, capped %d, lag p99 %v, latency p99 %.3fs", srv.Conns.Load(), res.Sent, res.Capped, res.LagP99, p99)
-			if res.LagP99 > 30*time.Millisecond {
+			if tc.delay == 0 {
+				if p99 >= delay.Seconds() {
+					t.Errorf("control latency p99 %.3fs: as slow as an accept", p99)
+				}
+				return
+			}
+			if res.LagP99 >= delay+delay/2 {
 				t.Errorf("send lag p99 %v: the accept's wait was charged to the loadgen", res.LagP99)
 			}
-			if tc.delay > 0 && (srv.Conns.Load() < 2 || p99 < 0.09) {
+			if srv.Conns.Load() < 2 || p99 < delay.Seconds() {
 				t.Errorf("%d connections, latency p99 %.3fs: want the pool grown and the accept's wait in the latency", srv.Conns.Load(), p99)
-			}
-			if tc.delay == 0 && p99 > 0.09 {
-				t.Errorf("control latency p99 %.3fs", p99)
 			}
 		})
 	}
