@@ -239,14 +239,18 @@ func TestDockerArms(t *testing.T) {
 // TestDockerSequentialDuet runs a sequential duet against a throwaway
 // proxy on the real engine (its candidate with a quarter of a core against
 // its two; the proxy is bound by its own latency, not its CPU): the
-// question "is the candidate's goodput worse by more than 5 %?" is
+// question "is the candidate's goodput worse by more than 20 %?" is
 // decided long before the plan's most pairs, so the run stops after a
 // whole ABBA block, with the looks recorded in the manifest and the plan
 // trimmed to the pairs measured. (What the answer is, on a real proxy, is
 // the e2e duet's and the bootstrap test's question.) The unit tests
 // share the host by design (make test runs packages side by side), so
 // the duet keeps the pairs the host disturbed (-keep-disturbed): with
-// them left out, a busy host could use up the plan's pairs undecided.
+// them left out, a busy host could use up the plan's pairs undecided. Its
+// noise is the busy host's too (1 s cells of about 90 requests: the
+// interval was still [-6.8 %, +2.5 %] after 30 pairs in one make test),
+// so the question is asked at a 20 % margin, which such noise decides
+// in 10-14 pairs: the test is about when the duet stops, not how finely.
 func TestDockerSequentialDuet(t *testing.T) {
 	t.Parallel()
 	ctx, dc, img := realEngine(t)
@@ -255,7 +259,7 @@ func TestDockerSequentialDuet(t *testing.T) {
 	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
 	dir := t.TempDir()
 	a := args(t, dir, "-project", project, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-repeats", "30", "-control=false",
-		"-duet-cpus", "0.25", "-budget", "10m", "-keep-disturbed", "-run", "seq")
+		"-duet-cpus", "0.25", "-budget", "10m", "-keep-disturbed", "-margin", "0.2", "-run", "seq")
 	code := run(ctx, a, io.Discard, io.Discard, testLog(t), env{
 		target: func(string) (string, error) { return "http://" + addr, nil },
 		docker: func(context.Context) (Docker, error) { return dc, nil }, clock: &sleeper{},
