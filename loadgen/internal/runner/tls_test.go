@@ -117,4 +117,3 @@ func TestTLSPreflight(t *testing.T) {
 		t.Errorf("custom without TLS: exit %d, %s %+v", code, c.Status, c.Skip)
 	}
 }
-
