@@ -38,6 +38,7 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 		return load.Open{Rate: rate, MaxInFlight: o.MaxInFlight, Duration: o.StepDuration}
 	}
 	s.Load = step(o.StartRate)
+	s.NoDrain = true // a step is judged on what it sent inside its window
 	if err := s.validate(); err != nil {
 		return 0, nil, err
 	}

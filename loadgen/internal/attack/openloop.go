@@ -76,7 +76,7 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		first = false
 		o := openSend{lag: now.Sub(lagFrom), capped: !waited && noneIdle && r.workers.Load() >= int64(r.maxWorkers)}
 		if !now.Before(r.end()) {
-			if r.cancelled.Load() != 0 || r.limit != nil || now.Sub(r.end()) >= r.s.Timeout {
+			if r.s.NoDrain || r.cancelled.Load() != 0 || r.limit != nil || now.Sub(r.end()) >= r.s.Timeout {
 				return
 			}
 			o.queued = true

@@ -105,6 +105,13 @@ type Spec struct {
 	// loop.
 	MaxRate float64
 
+	// NoDrain stops an open loop's sends at the window's end: what is still
+	// queued then is missed, not sent after it. For probes of capacity
+	// (the instrument ceiling, the knee), whose answer is what the window
+	// took and whose offered rate may far exceed it; a measured cell
+	// drains, so that its latency includes the queue.
+	NoDrain bool
+
 	Labels Labels
 
 	// StartAt, when set, is when the window begins: the attack sets up

@@ -258,7 +258,7 @@ func Measure(ctx context.Context, o Options) (*manifest.Ceiling, error) {
 	}
 	defer stop()
 	a := attack.New(attack.NewMetrics(prometheus.NewRegistry()), o.attackOptions()...)
-	s := attack.Spec{URL: "http://" + addr + "/", Load: o.model(o.Window),
+	s := attack.Spec{URL: "http://" + addr + "/", Load: o.model(o.Window), NoDrain: true,
 		MaxRate: o.MaxRate, ExpectOrigin: ServerName, Labels: attack.Labels{Proxy: "none", Origin: ServerName, Scenario: "ceiling"}}
 	run := func(ctx context.Context, s attack.Spec) (*attack.Result, error) { return a.Run(ctx, s, nil) }
 	if _, err := attack.WarmUp(ctx, s, o.Warmup, 0, run, nil); err != nil {
