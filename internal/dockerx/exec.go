@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -62,15 +61,8 @@ func (c *Client) exec(ctx context.Context, id string, argv []string) (string, er
 		return "", fmt.Errorf("exec %q: attach: %w", strings.Join(argv, " "), err)
 	}
 	defer hj.Close()
-	var stdout, stderr strings.Builder
-	err = Demux(hj.Reader, func(s Stream, p []byte) {
-		if s == Stderr {
-			stderr.Write(p)
-		} else {
-			stdout.Write(p)
-		}
-	})
-	if err != nil && !errors.Is(err, io.EOF) {
+	stdout, stderr, err := demuxAll(hj.Reader)
+	if err != nil {
 		return "", fmt.Errorf("exec %q: read output: %w", strings.Join(argv, " "), err)
 	}
 	st, err := c.on(id).ContainerExecInspect(ctx, ex.ID)
@@ -79,7 +71,7 @@ func (c *Client) exec(ctx context.Context, id string, argv []string) (string, er
 	}
 	// stdout first; stderr (where nginx -v writes) without the runtime's
 	// gctrace, which an exec inherits from a Go proxy's environment.
-	out := stdout.String() + "\n" + withoutGCTrace(stderr.String())
+	out := stdout + "\n" + withoutGCTrace(stderr)
 	if st.ExitCode != 0 {
 		return "", fmt.Errorf("exec %q exited %d: %s", strings.Join(argv, " "), st.ExitCode, firstLine(out))
 	}

@@ -98,8 +98,16 @@ func (c *Client) output(ctx context.Context, id, tail string) (stdout, stderr st
 		return "", "", fmt.Errorf("logs of %s: %w", short(id), err)
 	}
 	defer rc.Close()
+	if stdout, stderr, err = demuxAll(rc); err != nil {
+		return "", "", fmt.Errorf("logs of %s: %w", short(id), err)
+	}
+	return stdout, stderr, nil
+}
+
+// demuxAll reads a multiplexed stream (Demux) to its end, by stream.
+func demuxAll(r io.Reader) (stdout, stderr string, err error) {
 	var o, e strings.Builder
-	err = Demux(rc, func(s Stream, p []byte) {
+	err = Demux(r, func(s Stream, p []byte) {
 		if s == Stderr {
 			e.Write(p)
 		} else {
@@ -107,7 +115,7 @@ func (c *Client) output(ctx context.Context, id, tail string) (stdout, stderr st
 		}
 	})
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", "", fmt.Errorf("logs of %s: %w", short(id), err)
+		return "", "", err
 	}
 	return o.String(), e.String(), nil
 }

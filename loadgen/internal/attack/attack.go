@@ -398,8 +398,9 @@ func (r *run) hold(ctx context.Context, timer *time.Timer, now, until time.Time)
 	return true, true
 }
 
-// send does one request; open is the open loop's send, nil in closed loop.
-func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, open *openSend) {
+// send does one request and returns when it ended; open is the open
+// loop's send, nil in closed loop.
+func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, open *openSend) time.Time {
 	if open != nil {
 		open.wait = sent.Sub(from)
 	}
@@ -408,6 +409,7 @@ func (r *run) send(d wire.Doer, rec *recorder, sent, from time.Time, open *openS
 	done := r.a.now()
 	rec.inFlight.Add(-1)
 	rec.record(r.rm, done, done.Sub(from), res, err, open, done.After(r.end()))
+	return done
 }
 
 func isHTTPS(u string) bool { return len(u) >= 8 && (u[:8] == "https://" || u[:8] == "HTTPS://") }

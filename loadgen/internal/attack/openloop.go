@@ -106,8 +106,7 @@ func (r *run) openWorker(ctx context.Context, id int) {
 		} else if !o.held {
 			r.rm.lag.Observe(o.lag.Seconds())
 		}
-		r.send(d, rec, now, from, &o)
-		free = r.a.now()
+		free = r.send(d, rec, now, from, &o)
 	}
 }
 
