@@ -59,10 +59,13 @@ DUET_SETTLE ?= 1500ms
 # budget; 4 s is the shortest window that holds the 3 scrapes a valid cell
 # needs (docs/decisions.md).
 DUET_TIER = $(if $(filter file,$(origin TIER)),4s,$(TIER))
+# A duet of CPUS alone measures each pair in one window that switches the
+# quota every DUET_SLICE (0 = a window per arm; docs/decisions.md).
+DUET_SLICE ?= 1s
 
 duet: ## interleaved A/B in one run until decided: each cell as baseline, then as candidate (the proxy's CPU quota at CPUS cores, and/or a container of CANDIDATE_IMAGE and/or CANDIDATE_CONFIG); pairs until every gated metric is decided at MARGIN or BUDGET ends; exits 4 when the candidate is worse by more than MARGIN (CPUS CANDIDATE_IMAGE CANDIDATE_CONFIG PROXIES ORIGINS MARGIN=0.05 BUDGET=10m REPEATS TIER=4s)
 	@test -n "$(CPUS)$(CANDIDATE_IMAGE)$(CANDIDATE_CONFIG)" || { echo "make duet: name the candidate: CPUS=<the proxy's CPU quota in cores> (e.g. 0.9, a 10 % cut of 1 core; CPUS=1.0 is an A/A duet), CANDIDATE_IMAGE=<image> and/or CANDIDATE_CONFIG=<a config file like compose/<proxy>/'s>"; exit 2; }
-	@scripts/arms.sh $(if $(CPUS),-duet-cpus '$(CPUS)') $(if $(CANDIDATE_IMAGE),-candidate-image '$(CANDIDATE_IMAGE)') $(if $(CANDIDATE_CONFIG),-candidate-config '$(CANDIDATE_CONFIG)') -tier '$(DUET_TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
+	@scripts/arms.sh $(if $(CPUS),-duet-cpus '$(CPUS)') $(if $(CPUS),$(if $(CANDIDATE_IMAGE)$(CANDIDATE_CONFIG),,-duet-slice '$(DUET_SLICE)')) $(if $(CANDIDATE_IMAGE),-candidate-image '$(CANDIDATE_IMAGE)') $(if $(CANDIDATE_CONFIG),-candidate-config '$(CANDIDATE_CONFIG)') -tier '$(DUET_TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(DUET_PAIRS)' -margin '$(MARGIN)' -budget '$(BUDGET)' -settle '$(DUET_SETTLE)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
 
 observer: ## the observer effect: each cell with the observability stack on, then paused, interleaved; req/s and p99 differences with 95 % CIs (PROXIES ORIGINS=fast REPEATS=10 TIER)

@@ -186,7 +186,7 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 	}
 	n := min(r.maxWorkers, maxRecorders)
 	for range n {
-		r.recs = append(r.recs, newRecorder(r.pacer != nil))
+		r.recs = append(r.recs, newRecorder(r.pacer != nil, s.Split))
 	}
 	obs := func(w int) wire.HandshakeObserver {
 		return &tlsObserver{rec: r.recs[w%len(r.recs)], times: &r.hsTimes, rm: r.rm}

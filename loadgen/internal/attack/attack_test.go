@@ -33,7 +33,7 @@ func TestClosedLoopCountsMatchServer(t *testing.T) {
 			res := mustRun(t, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 4, Duration: 300 * time.Millisecond},
 				NewConnPerRequest: tc.newConn, ExpectOrigin: "go"})
 			if res.Requests == 0 || res.Errors != 0 {
-				t.Fatalf("requests %d errors %d %v", res.Requests, res.Errors, res.ErrorReasons)
+				t.Fatalf("requests %d errors %d %v late %d drain end %v after the window", res.Requests, res.Errors, res.ErrorReasons, res.Late, res.DrainEnd.Sub(res.End))
 			}
 			if got := srv.Handled.Load(); got != res.Requests+res.Late {
 				t.Errorf("server handled %d, result says %d + %d late", got, res.Requests, res.Late)

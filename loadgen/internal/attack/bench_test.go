@@ -52,7 +52,7 @@ func BenchmarkRequest(b *testing.B) {
 func BenchmarkRecord(b *testing.B) {
 	a, _ := newAttacker(b)
 	rm := a.m.forRun(Labels{"p", "o", "s"}, ProtoH1)
-	rec := newRecorder(false)
+	rec := newRecorder(false, nil)
 	res := wire.Response{Code: 200, Bytes: 100, OriginOK: true}
 	done := time.Now()
 	b.ReportAllocs()

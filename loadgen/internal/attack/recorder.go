@@ -55,18 +55,23 @@ type recorder struct {
 	allRequests, allErrors int64 // warm-up included, for progress
 	codeCounters           map[int]prometheus.Counter
 
+	split Splitter  // Spec.Split; nil without one
+	parts []partAcc // its parts' accounts
+
 	inFlight atomic.Int64
 	held     atomic.Int64 // sends the MaxRate cap held (closed loop: counted when sent)
 	_        [64]byte     // keep neighbouring recorders off this cache line
 }
 
-func newRecorder(open bool) *recorder {
+func newRecorder(open bool, split Splitter) *recorder {
 	r := &recorder{
 		hist:         newHist(),
 		interval:     newHist(),
 		codes:        map[int]int64{},
 		lateCodes:    map[int]int64{},
 		codeCounters: map[int]prometheus.Counter{},
+		split:        split,
+		parts:        newParts(split),
 	}
 	if open {
 		r.lag = newLagHist()
@@ -107,6 +112,10 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 	var reason errReason
 	if err != nil {
 		reason = wire.Classify(err)
+	}
+	part := -1
+	if r.split != nil && !late {
+		part = r.split.Part(done.Add(-latency), done)
 	}
 	r.mu.Lock()
 	if open != nil {
@@ -159,6 +168,9 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		r.bytes += res.Bytes
 		if err == nil && !res.OriginOK && res.Code >= 200 && res.Code < 300 {
 			r.wrongOrigin++
+		}
+		if part >= 0 && part < len(r.parts) {
+			r.parts[part].add(us, res.Code, reason, err != nil)
 		}
 	}
 	r.mu.Unlock()

@@ -129,6 +129,10 @@ type Spec struct {
 	// edge is called at the cancellation. It must return quickly: the start
 	// edge holds up the first requests.
 	OnEdge func(end bool, at time.Time)
+
+	// Split, when set, also sorts the window's completions into parts
+	// (Result.Parts): a sliced duet's arms, measured in one window.
+	Split Splitter
 }
 
 // Result is the exact account of the measured window of one attack. The
@@ -182,6 +186,10 @@ type Result struct {
 	// (package fleet), each worker's part, by index; nil for an attack of
 	// this process alone. The fields above are their exact merge (Merge).
 	Workers []WorkerResult
+
+	// Parts is, for a split window (Spec.Split), each part's own account
+	// of the window's completions; nil otherwise.
+	Parts []Part
 }
 
 // WorkerResult is one loadgen worker's part of an attack that several ran

@@ -91,6 +91,9 @@ func (p *Plan) Expand() (*Expanded, error) {
 		p.applyScenario(&c, scs[si])
 		return c
 	}
+	if err := p.checkSlices(tiers, models); err != nil {
+		return nil, err
+	}
 	control := p.controlGroup(cell)
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x70726f7879))
 	for ti := range tiers {
@@ -138,6 +141,44 @@ func (x *Expanded) roundsUpTo(r int) []Cell {
 		}
 	}
 	return out
+}
+
+// MinDuetSlice is the shortest slice of a sliced duet: a switch of the
+// quota (one Docker API call) and its guard must stay a small part of it.
+const MinDuetSlice = 250 * time.Millisecond
+
+// SliceGuard is what a sliced duet leaves out after each switch of the
+// quota: one CFS period (100 ms), in which the old quota may still hold,
+// and the requests in flight across the switch.
+const SliceGuard = 100 * time.Millisecond
+
+// checkSlices holds a sliced duet's tiers to whole slices and its loads to
+// constant ones.
+func (p *Plan) checkSlices(tiers []Tier, models []load.Model) error {
+	s := time.Duration(p.DuetSlice)
+	if s == 0 {
+		return nil
+	}
+	for i, t := range tiers {
+		if t.Duration%s != 0 {
+			return fmt.Errorf("duet_slice %s: tier %s (%s) is not a whole number of slices; pick a slice that divides every tier", s, t.Name, t.Duration)
+		}
+		if n := models[i].Name(); n != load.NameClosed && n != load.NameOpen {
+			return fmt.Errorf("duet_slice %s: mode %s changes the load within the window; slices need a closed or open loop", s, n)
+		}
+	}
+	return nil
+}
+
+// SharesWindow says whether cells[i] is measured in the same window as
+// cells[i-1]: in a sliced duet, a pair's two arms, adjacent in the plan.
+func (x *Expanded) SharesWindow(i int) bool {
+	if x.DuetSlice == 0 || i == 0 || i >= len(x.Cells) {
+		return false
+	}
+	a, b := x.Cells[i-1], x.Cells[i]
+	pair := func(arm string) bool { return arm == "" || arm == cellid.ArmCandidate }
+	return a.Arm != b.Arm && pair(a.Arm) && pair(b.Arm) && a.PlanKey() == b.PlanKey() && a.Repeat == b.Repeat && a.Skip == nil && b.Skip == nil
 }
 
 // Treated is the arm a duet or an observer study adds to the plan's own
@@ -236,7 +277,7 @@ func (x *Expanded) Estimate() time.Duration {
 		if c.Skip != nil {
 			continue
 		}
-		if i > 0 {
+		if i > 0 && !x.SharesWindow(i) {
 			d += time.Duration(x.Settle)
 		}
 		if prev != "" && prev != c.Proxy && x.LongRun {

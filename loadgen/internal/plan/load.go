@@ -79,6 +79,8 @@ var fields = []field{
 		get: func(p *Plan) string { return strconv.FormatFloat(p.Margin, 'g', -1, 64) }, set: floatField(func(p *Plan) *float64 { return &p.Margin })},
 	{name: "budget", usage: "duet: add pairs until every gated metric is decided at -margin or this `duration` is spent (-repeats is then the most pairs); 0 = run every repeat",
 		get: func(p *Plan) string { return p.Budget.String() }, set: durField(func(p *Plan) *Duration { return &p.Budget })},
+	{name: "duet-slice", usage: "duet of -duet-cpus: measure each pair in one window that switches the proxy's quota every `slice` (ABBA), leaving out a guard after each switch, so both arms share the host's seconds; every tier a whole number of slices; 0 = a window per arm",
+		get: func(p *Plan) string { return p.DuetSlice.String() }, set: durField(func(p *Plan) *Duration { return &p.DuetSlice })},
 	{name: "keep-disturbed", usage: "paired comparisons (duet, control) keep the pairs the host disturbed instead of leaving them out and measuring others: for a host shared by design, such as a CI runner beside other jobs; the intervals then carry the host's noise", bool: true,
 		get: func(p *Plan) string { return strconv.FormatBool(p.KeepDisturbed) },
 		set: func(p *Plan, s string) (err error) { p.KeepDisturbed, err = strconv.ParseBool(s); return err }},

@@ -61,18 +61,23 @@ type Plan struct {
 	Margin          float64  `yaml:"margin" json:"margin"`                           // the relative change the run's comparisons are decided at (package decide)
 	Budget          Duration `yaml:"budget" json:"budget,omitempty"`                 // duet: stop adding pairs when every gated metric is decided or this time is spent; 0 = run every repeat
 	KeepDisturbed   bool     `yaml:"keep_disturbed" json:"keep_disturbed,omitempty"` // paired comparisons keep the pairs the host disturbed (a host shared by design)
-	Observer        bool     `yaml:"observer" json:"observer,omitempty"`             // observer study: every cell also with the observability stack paused
-	Isolate         bool     `yaml:"isolate" json:"isolate"`                         // pause the other proxies while one runs
-	Warmup          Duration `yaml:"warmup" json:"warmup"`                           // before cells >= 30 s, outside the window
-	Cooldown        Duration `yaml:"cooldown" json:"cooldown"`                       // between proxies, runs with cells >= 30 s
-	Settle          Duration `yaml:"settle" json:"settle"`                           // quiet between cells (timing guarantee)
-	Linger          Duration `yaml:"linger" json:"linger"`                           // at most this long: metrics kept up after the last cell until scraped
-	Timeout         Duration `yaml:"timeout" json:"timeout"`                         // per request
-	Preflight       Duration `yaml:"preflight_wait" json:"preflight_wait"`           // retry a proxy's routes up to this long
-	Results         string   `yaml:"results" json:"results"`                         // results root
-	MetricsAddr     string   `yaml:"metrics_addr" json:"metrics_addr"`               // /metrics listen address
-	Project         string   `yaml:"project" json:"project"`                         // compose project
-	SLO             SLO      `yaml:"slo" json:"slo"`                                 // carried for the reporter
+	// DuetSlice, in a duet of duet_cpus alone, measures each pair in one
+	// window of both cells' length that switches the quota every slice
+	// (ABBA), so both arms see the same seconds of the host; 0 = each arm
+	// in a window of its own.
+	DuetSlice   Duration `yaml:"duet_slice" json:"duet_slice,omitempty"`
+	Observer    bool     `yaml:"observer" json:"observer,omitempty"`   // observer study: every cell also with the observability stack paused
+	Isolate     bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
+	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
+	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
+	Settle      Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
+	Linger      Duration `yaml:"linger" json:"linger"`                 // at most this long: metrics kept up after the last cell until scraped
+	Timeout     Duration `yaml:"timeout" json:"timeout"`               // per request
+	Preflight   Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long
+	Results     string   `yaml:"results" json:"results"`               // results root
+	MetricsAddr string   `yaml:"metrics_addr" json:"metrics_addr"`     // /metrics listen address
+	Project     string   `yaml:"project" json:"project"`               // compose project
+	SLO         SLO      `yaml:"slo" json:"slo"`                       // carried for the reporter
 	// PrometheusTargets is the directory the loadgen workers' scrape
 	// targets are written to for Prometheus's file_sd while they run
 	// (stack.WorkerTargetsDir, mounted into the Prometheus container); ""
@@ -285,6 +290,10 @@ func (p *Plan) Validate() error {
 	}
 	if !(p.Margin > 0 && p.Margin < 1) {
 		bad("margin %g: the relative change the comparisons are decided at, between 0 and 1 (0.05 = 5 %%)", p.Margin)
+	}
+	if d := time.Duration(p.DuetSlice); d != 0 && (d < MinDuetSlice || p.DuetCPUs == 0 || p.Candidate() || p.Loadgens > 1) {
+		bad("duet_slice %s: slices of a duet of duet_cpus alone, at least %s, in a closed or open loop of one loadgen (a candidate image or config listens elsewhere; stages change the load within the window); 0 = a window per arm",
+			d, MinDuetSlice)
 	}
 	if p.Budget < 0 || (p.Budget > 0 && !p.Duet()) {
 		bad("budget %s: a duet's time limit (with duet_cpus, candidate_image or candidate_config), >= 0 (0 = every repeat)", time.Duration(p.Budget))

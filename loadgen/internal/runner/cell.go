@@ -18,8 +18,10 @@ import (
 )
 
 // runCell sends one cell and judges it. died is non-empty when the proxy
-// is gone, so its remaining cells are skipped.
-func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.Container) (mc manifest.Cell, died string) {
+// is gone, so its remaining cells are skipped. With sl, the cell is the
+// first of a sliced duet's pair: the window is both cells' length, sl
+// switches the arms in it and keeps the attack's result (runPair).
+func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.Container, sl *slicer) (mc manifest.Cell, died string) {
 	mc = base(c)
 	lb := r.labels(c)
 	spec, err := r.spec(c)
@@ -29,6 +31,10 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		r.Cells.End(lb, mc.Start, mc.End, true)
 		r.Cells.Used(lb, mc.End, cellmetrics.Usage{})
 		return mc, ""
+	}
+	if sl != nil {
+		spec.Load = c.Load.Warmup(2 * time.Duration(c.Duration)) // the pair's window: the same load for both cells' length
+		spec.Split = sl
 	}
 	origin := r.originContainer(ctx, c.Origin) // before the warm-up: an engine round trip
 	began := r.Clock.Now()
@@ -55,6 +61,14 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	if err == nil {
 		// Set after the warm-up: its attack has no edges of its own.
 		spec.OnEdge = ed.on
+		if sl != nil {
+			spec.OnEdge = func(end bool, at time.Time) {
+				ed.on(end, at)
+				if !end {
+					sl.begin(ctx, at)
+				}
+			}
+		}
 		mem := startMemory(c, ctr)
 		steal := cputime.WatchSteal(nil)
 		res, per, err = r.attackMix(ctx, c, spec, r.display().Progress)
@@ -70,6 +84,9 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		}
 	}
 	fill(&mc, res, r.Clock.Now())
+	if sl != nil {
+		sl.res = res
+	}
 	if !warmStart.IsZero() {
 		mc.WarmupStart = &warmStart
 	}
@@ -101,6 +118,12 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		}
 	}
 	r.Cells.End(lb, mc.Start, mc.End, mc.Status != manifest.CellOK)
+	r.Cells.Used(lb, mc.End, cellUsage(&mc))
+	return mc, died
+}
+
+// cellUsage is what an ended cell's window cost, for its series.
+func cellUsage(mc *manifest.Cell) cellmetrics.Usage {
 	u := cellmetrics.Usage{ProxyCPUSeconds: mc.ProxyCPUSeconds, Workers: len(mc.Workers)}
 	if mc.DrainEnd != nil {
 		u.DrainEnd = *mc.DrainEnd
@@ -108,8 +131,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	if mc.Loadgen != nil {
 		u.LoadgenCPUSeconds = &mc.Loadgen.CPUSeconds
 	}
-	r.Cells.Used(lb, mc.End, u)
-	return mc, died
+	return u
 }
 
 // spec turns a planned cell into the engine's Spec: the load is the cell's

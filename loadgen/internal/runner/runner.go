@@ -317,7 +317,8 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			st.skipAll = &manifest.Skip{Kind: manifest.SkipIsolation, Reason: fmt.Sprintf("not run: isolation failed: %v", err)}
 		}
 	}
-	for k, c := range cells {
+	for k := 0; k < len(cells); k++ {
+		c := cells[k]
 		n := base + k + 1
 		skip := c.Skip.Manifest()
 		switch {
@@ -344,6 +345,28 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			r.finish(n, mc)
 			continue
 		}
+		if k+1 < len(cells) && r.Plan.SharesWindow(n) { // n is the next cell's index in the plan
+			if d := r.quietBefore(c); d > 0 {
+				if err := r.Clock.Sleep(ctx, d); err != nil {
+					return
+				}
+			}
+			ma, mb, died := r.runPair(ctx, n, c, cells[k+1], st.ctr)
+			for i, mc := range []manifest.Cell{ma, mb} {
+				if mc.Status == manifest.CellFailed {
+					r.broken++
+				}
+				r.finish(n+i, mc)
+			}
+			k++
+			if died != "" {
+				st.dead = &manifest.Skip{Kind: manifest.SkipProxyDied, Reason: fmt.Sprintf("not run: %s during cell %s", died, c.ID)}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
 		ctr := st.ctr
 		if c.Arm == cellid.ArmCandidate && st.cand != nil {
 			ctr = st.cand
@@ -359,7 +382,7 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 				return
 			}
 		}
-		mc, died := r.runCell(ctx, n, c, ctr)
+		mc, died := r.runCell(ctx, n, c, ctr, nil)
 		r.arms.undo(ctx)
 		if mc.Status == manifest.CellFailed {
 			r.broken++

@@ -178,8 +178,8 @@ func gatedValue(name string, c *manifest.Cell) float64 {
 				good += n
 			}
 		}
-		if c.DurationS > 0 {
-			return float64(good) / c.DurationS
+		if s := c.Seconds(); s > 0 {
+			return float64(good) / s
 		}
 	case decide.P50:
 		return c.Latency.P50

@@ -336,7 +336,20 @@ func emptyCell(w collect.Window) report.Cell {
 // read at the window's edges (preferred over cAdvisor's increase). Where
 // Prometheus had no traffic series it also takes the counts, so the cell
 // still says something.
+//
+// An arm of a sliced duet (manifest.Slices) shares its window with the
+// other arm, so Prometheus's series of the window hold both: its counts,
+// latencies and the proxy's CPU come from the manifest alone, its rates are
+// per its measured slices (DurationS), and the loadgen's CPU is the
+// window's.
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
+	window := c.DurationS
+	if mc.Slices != nil {
+		c.DurationS = report.Num(mc.Slices.MeasuredS)
+		if mc.ProxyCPUSeconds == nil {
+			c.SetProxyCPU(report.NaN(), "")
+		}
+	}
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	c.ScenarioData = mc.ScenarioData
 	c.WrongAnswers = scenario.WrongAnswers(c.Scenario, mc.ScenarioData, mc.End.Sub(mc.Start).Seconds())
@@ -345,6 +358,10 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	if l.Count > 0 {
 		c.Latency.Exact = &report.Exact{Mean: report.Num(l.Mean), P50: report.Num(l.P50), P90: report.Num(l.P90),
 			P95: report.Num(l.P95), P99: report.Num(l.P99), P999: report.Num(l.P999), Max: report.Num(l.Max)}
+		if mc.Slices != nil { // Prometheus's buckets of the window hold both arms
+			e := c.Latency.Exact
+			c.Latency.Mean, c.Latency.P50, c.Latency.P90, c.Latency.P95, c.Latency.P99, c.Latency.P999, c.Latency.Max = e.Mean, e.P50, e.P90, e.P95, e.P99, e.P999, e.Max
+		}
 	}
 	if c.DrainEnd == nil && mc.DrainEnd != nil {
 		de := *mc.DrainEnd
@@ -368,7 +385,7 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		c.SetProxyCPU(report.Num(*mc.ProxyCPUSeconds), report.ProxyCPUEdges)
 	}
 	if lg := mc.Loadgen; lg != nil {
-		c.LoadgenCPU.MergeEdges(lg, c.DurationS)
+		c.LoadgenCPU.MergeEdges(lg, window)
 	}
 	c.Contention = report.ContentionOf(mc.Contention)
 	if mc.StealWorstSecond != nil {
@@ -379,7 +396,7 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	takeLate := func() {
 		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest
 	}
-	if c.ServerSide {
+	if c.ServerSide && mc.Slices == nil {
 		// Prometheus's totals count every completion; take out the late ones
 		// the manifest knows of when Prometheus has no late series.
 		if c.LateSource == "" && mc.Late > 0 {

@@ -1,0 +1,63 @@
+package attack
+
+import (
+	"testing"
+	"time"
+
+	"proxybench/loadgen/internal/load"
+)
+
+// every puts each completion in part 0; alternate in the part of the
+// 50 ms slice it was sent in, unless it was answered in another.
+type every struct{}
+
+func (every) Parts() int              { return 1 }
+func (every) Part(_, _ time.Time) int { return 0 }
+
+type alternate struct{ start time.Time }
+
+func (alternate) Parts() int { return 2 }
+func (a alternate) Part(sent, done time.Time) int {
+	k, j := sent.Sub(a.start)/(50*time.Millisecond), done.Sub(a.start)/(50*time.Millisecond)
+	if k != j || sent.Before(a.start) {
+		return -1
+	}
+	return int(k % 2)
+}
+
+// TestSplitAccountsExactly: a splitter that takes every completion
+// reproduces the window's own account exactly; one that alternates
+// gives each part its own completions and leaves out those that
+// straddle a switch, never counting one twice.
+func TestSplitAccountsExactly(t *testing.T) {
+	t.Parallel()
+	srv := newCounted(t, hello)
+	a, _ := newAttacker(t)
+	res := mustRun(t, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 4, Duration: 300 * time.Millisecond}, Split: every{}})
+	if len(res.Parts) != 1 {
+		t.Fatalf("parts %d, want 1", len(res.Parts))
+	}
+	p := res.Parts[0]
+	if p.Requests != res.Requests || p.Errors != res.Errors || p.Codes[200] != res.Codes[200] {
+		t.Errorf("part %d requests %d errors %v codes, window %d %d %v", p.Requests, p.Errors, p.Codes, res.Requests, res.Errors, res.Codes)
+	}
+	if p.Hist.TotalCount() != res.Requests { // the window's histogram also holds the late ones
+		t.Errorf("part histogram %d, want %d", p.Hist.TotalCount(), res.Requests)
+	}
+
+	start := time.Now().Add(100 * time.Millisecond)
+	alt := alternate{start: start}
+	res = mustRun(t, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 4, Duration: 400 * time.Millisecond}, StartAt: start, Split: alt})
+	if len(res.Parts) != 2 {
+		t.Fatalf("parts %d, want 2", len(res.Parts))
+	}
+	sum := res.Parts[0].Requests + res.Parts[1].Requests
+	if res.Parts[0].Requests == 0 || res.Parts[1].Requests == 0 || sum > res.Requests {
+		t.Errorf("parts %d + %d of the window's %d", res.Parts[0].Requests, res.Parts[1].Requests, res.Requests)
+	}
+	for i, p := range res.Parts {
+		if p.Hist.TotalCount() != p.Requests || p.Codes[200] != p.Requests {
+			t.Errorf("part %d: histogram %d, codes %v, requests %d", i, p.Hist.TotalCount(), p.Codes, p.Requests)
+		}
+	}
+}
