@@ -198,30 +198,6 @@ type Cell struct {
 	Slices *Slices `json:"slices,omitempty"`
 }
 
-// Slices is how a sliced duet measured one arm: its pair's window
-// alternates the two arms every SliceS seconds in ABBA order; after each
-// switch a guard of GuardS seconds is left out; a request counts for the
-// slice it was sent and answered in. MeasuredS is this arm's time counted
-// (its slices less their guards): rates are per MeasuredS.
-type Slices struct {
-	SliceS    float64 `json:"slice_seconds"`
-	GuardS    float64 `json:"guard_seconds"`
-	Count     int     `json:"count"` // this arm's slices
-	MeasuredS float64 `json:"measured_seconds"`
-	// SwitchMaxS is the slowest switch between the arms (the Docker API
-	// call that set the quota), which the guard must cover.
-	SwitchMaxS float64 `json:"switch_max_seconds"`
-}
-
-// Seconds is what a cell's rates are per: an arm of a sliced duet its
-// measured slices, any other cell its planned window.
-func (c *Cell) Seconds() float64 {
-	if c.Slices != nil {
-		return c.Slices.MeasuredS
-	}
-	return c.DurationS
-}
-
 // LoadgenCPU is the loadgen's CPU capacity and its use over one window,
 // every counter read at the window's edges (end minus start).
 type LoadgenCPU struct {

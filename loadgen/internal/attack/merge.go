@@ -74,7 +74,7 @@ func Merge(rs ...*Result) *Result {
 			}
 		}
 		m.Workers = mergeWorkers(m.Workers, r.Workers)
-		m.Parts = mergeParts(m.Parts, r.Parts)
+		mergeSplit(m, r)
 	}
 	return m
 }

@@ -166,11 +166,8 @@ func (r *run) result() *Result {
 		if lag != nil { // and so rec.lag: both kept in open loop only
 			lag.Merge(rec.lag)
 		}
-		if rec.parts != nil && res.Parts == nil {
-			res.Parts = make([]Part, len(rec.parts))
-		}
-		for i := range rec.parts {
-			rec.parts[i].addTo(&res.Parts[i])
+		if rec.split != nil {
+			rec.split.addTo(res)
 		}
 	}
 	if res.TLS != nil {

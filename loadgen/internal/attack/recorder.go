@@ -55,8 +55,7 @@ type recorder struct {
 	allRequests, allErrors int64 // warm-up included, for progress
 	codeCounters           map[int]prometheus.Counter
 
-	split Splitter  // Spec.Split; nil without one
-	parts []partAcc // its parts' accounts
+	split *split // Spec.Split's parts; nil without one
 
 	inFlight atomic.Int64
 	held     atomic.Int64 // sends the MaxRate cap held (closed loop: counted when sent)
@@ -70,8 +69,7 @@ func newRecorder(open bool, split Splitter) *recorder {
 		codes:        map[int]int64{},
 		lateCodes:    map[int]int64{},
 		codeCounters: map[int]prometheus.Counter{},
-		split:        split,
-		parts:        newParts(split),
+		split:        newSplit(split),
 	}
 	if open {
 		r.lag = newLagHist()
@@ -115,7 +113,7 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 	}
 	part := -1
 	if r.split != nil && !late {
-		part = r.split.Part(done.Add(-latency), done)
+		part = r.split.s.Part(done.Add(-latency), done)
 	}
 	r.mu.Lock()
 	if open != nil {
@@ -169,8 +167,8 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		if err == nil && !res.OriginOK && res.Code >= 200 && res.Code < 300 {
 			r.wrongOrigin++
 		}
-		if part >= 0 && part < len(r.parts) {
-			r.parts[part].add(us, res.Code, reason, err != nil)
+		if part >= 0 {
+			r.split.add(part, us, res.Code, reason, err != nil)
 		}
 	}
 	r.mu.Unlock()

@@ -188,8 +188,10 @@ type Result struct {
 	Workers []WorkerResult
 
 	// Parts is, for a split window (Spec.Split), each part's own account
-	// of the window's completions; nil otherwise.
-	Parts []Part
+	// of the window's completions, and GroupHists each group's latencies
+	// (as Hist, that group's parts only); nil otherwise.
+	Parts      []Part
+	GroupHists []*hdrhistogram.Histogram
 }
 
 // WorkerResult is one loadgen worker's part of an attack that several ran

@@ -8,14 +8,18 @@ import (
 
 // Splitter sorts a window's completions into parts: a sliced duet
 // measures both of its arms in one window, switching between them every
-// slice, and each arm is a part. Part(sent, done) is the part a request
-// sent at sent (in open loop, its intended send time) and answered at done
-// counts in, or -1 for none (it straddles a switch, or was sent in the
-// guard after one). It is called once per completion inside the window,
-// from the workers, so it must be cheap and safe for concurrent use.
+// slice; each slice is a part and each arm a group of parts. Part(sent,
+// done) is the part a request sent at sent (in open loop, its intended
+// send time) and answered at done counts in, or -1 for none (it straddles
+// a switch, or was sent in the guard after one). Group(part) is the group
+// whose latency histogram the part's completions go into. Part is called
+// once per completion inside the window, from the workers, so it must be
+// cheap and safe for concurrent use.
 type Splitter interface {
 	Parts() int
+	Groups() int
 	Part(sent, done time.Time) int
+	Group(part int) int
 }
 
 // Part is one part's exact account of a split window (Spec.Split): the
@@ -25,7 +29,6 @@ type Part struct {
 	Errors       int64
 	Codes        map[int]int64
 	ErrorReasons map[string]int64
-	Hist         *hdrhistogram.Histogram // as Result.Hist, this part's completions only
 }
 
 // partAcc is one recorder's account of one part.
@@ -33,67 +36,96 @@ type partAcc struct {
 	requests, errors int64
 	codes            map[int]int64
 	reasons          [numReasons]int64
-	hist             *hdrhistogram.Histogram
 }
 
-func newParts(s Splitter) []partAcc {
+// split is one recorder's account of a split window.
+type split struct {
+	s     Splitter
+	parts []partAcc
+	hists []*hdrhistogram.Histogram // by group
+}
+
+func newSplit(s Splitter) *split {
 	if s == nil {
 		return nil
 	}
-	out := make([]partAcc, s.Parts())
-	for i := range out {
-		out[i] = partAcc{codes: map[int]int64{}, hist: newHist()}
+	sp := &split{s: s, parts: make([]partAcc, s.Parts()), hists: make([]*hdrhistogram.Histogram, s.Groups())}
+	for i := range sp.parts {
+		sp.parts[i].codes = map[int]int64{}
 	}
-	return out
+	for i := range sp.hists {
+		sp.hists[i] = newHist()
+	}
+	return sp
 }
 
-// add counts one completion in its part; the recorder's lock is held.
-func (p *partAcc) add(us int64, code int, reason errReason, failed bool) {
-	if failed {
-		p.errors++
-		p.reasons[reason]++
+// add counts one completion in part p; the recorder's lock is held.
+func (sp *split) add(p int, us int64, code int, reason errReason, failed bool) {
+	if p < 0 || p >= len(sp.parts) {
 		return
 	}
-	p.requests++
-	p.codes[code]++
-	p.hist.RecordValue(us) //nolint:errcheck // clamped into range by the caller
+	a := &sp.parts[p]
+	if failed {
+		a.errors++
+		a.reasons[reason]++
+		return
+	}
+	a.requests++
+	a.codes[code]++
+	if g := sp.s.Group(p); g >= 0 && g < len(sp.hists) {
+		sp.hists[g].RecordValue(us) //nolint:errcheck // clamped into range by the caller
+	}
 }
 
-// addTo adds one recorder's part into the result's.
-func (p *partAcc) addTo(out *Part) {
-	if out.Codes == nil {
-		out.Codes, out.ErrorReasons, out.Hist = map[int]int64{}, map[string]int64{}, newHist()
-	}
-	out.Requests += p.requests
-	out.Errors += p.errors
-	for c, n := range p.codes {
-		out.Codes[c] += n
-	}
-	for i := range numReasons {
-		if n := p.reasons[i]; n > 0 {
-			out.ErrorReasons[reasonNames[i]] += n
+// addTo adds one recorder's account into the result's.
+func (sp *split) addTo(res *Result) {
+	if res.Parts == nil {
+		res.Parts = make([]Part, len(sp.parts))
+		res.GroupHists = make([]*hdrhistogram.Histogram, len(sp.hists))
+		for i := range res.GroupHists {
+			res.GroupHists[i] = newHist()
 		}
 	}
-	out.Hist.Merge(p.hist)
+	for i := range sp.parts {
+		p, out := &sp.parts[i], &res.Parts[i]
+		if out.Codes == nil {
+			out.Codes, out.ErrorReasons = map[int]int64{}, map[string]int64{}
+		}
+		out.Requests += p.requests
+		out.Errors += p.errors
+		for c, n := range p.codes {
+			out.Codes[c] += n
+		}
+		for r := range numReasons {
+			if n := p.reasons[r]; n > 0 {
+				out.ErrorReasons[reasonNames[r]] += n
+			}
+		}
+	}
+	for i, h := range sp.hists {
+		res.GroupHists[i].Merge(h)
+	}
 }
 
-// mergeParts adds b's parts into a's, part by part (Merge).
-func mergeParts(a, b []Part) []Part {
-	for i := range b {
-		if i == len(a) {
-			a = append(a, Part{Codes: map[int]int64{}, ErrorReasons: map[string]int64{}, Hist: newHist()})
+// mergeSplit adds r's parts and group histograms into m's (Merge).
+func mergeSplit(m, r *Result) {
+	for i := range r.Parts {
+		if i == len(m.Parts) {
+			m.Parts = append(m.Parts, Part{Codes: map[int]int64{}, ErrorReasons: map[string]int64{}})
 		}
-		a[i].Requests += b[i].Requests
-		a[i].Errors += b[i].Errors
-		for c, n := range b[i].Codes {
-			a[i].Codes[c] += n
+		m.Parts[i].Requests += r.Parts[i].Requests
+		m.Parts[i].Errors += r.Parts[i].Errors
+		for c, n := range r.Parts[i].Codes {
+			m.Parts[i].Codes[c] += n
 		}
-		for c, n := range b[i].ErrorReasons {
-			a[i].ErrorReasons[c] += n
-		}
-		if b[i].Hist != nil {
-			a[i].Hist.Merge(b[i].Hist)
+		for c, n := range r.Parts[i].ErrorReasons {
+			m.Parts[i].ErrorReasons[c] += n
 		}
 	}
-	return a
+	for i, h := range r.GroupHists {
+		if i == len(m.GroupHists) {
+			m.GroupHists = append(m.GroupHists, newHist())
+		}
+		m.GroupHists[i].Merge(h)
+	}
 }

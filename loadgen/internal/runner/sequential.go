@@ -168,8 +168,18 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 // gatedValue reads a gated metric from the loadgen's own record of a
 // cell: goodput from the responses with an expected status, latency from
 // the exact histogram, the proxy's CPU per request from its cgroup's CPU
-// time over the responses. NaN when unknown (the pair is left out).
+// time over the responses; an arm of a sliced duet's goodput and CPU per
+// request in its typical slice (manifest.Slices.Typical). NaN when unknown
+// (the pair is left out).
 func gatedValue(name string, c *manifest.Cell) float64 {
+	if sl := c.Slices; sl != nil && len(sl.Each) > 0 {
+		switch name {
+		case decide.Goodput:
+			return sl.Typical(manifest.Slice.Goodput)
+		case decide.CPUPerRequest:
+			return sl.Typical(manifest.Slice.CPUPerRequest)
+		}
+	}
 	switch name {
 	case decide.Goodput:
 		var good int64

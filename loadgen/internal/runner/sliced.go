@@ -10,6 +10,7 @@ import (
 	"proxybench/internal/cgroup"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/scenario"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/plan"
 )
@@ -41,10 +42,12 @@ type slicer struct {
 	from  []atomic.Int64 // slice k's counted part begins, unix ns; 0 until then
 	done  chan struct{}
 
-	// Written by run, read after done.
-	measured  [2]time.Duration
-	cpuUsed   [2]time.Duration
-	count     [2]int
+	// Written by run, read after done: each slice's counted part (its
+	// start and length; zero length when it was not counted) and the
+	// proxy's CPU over it.
+	at        []time.Time
+	measured  []time.Duration
+	cpuUsed   []time.Duration
 	switchMax time.Duration
 	cpuErr    error
 	setErr    error
@@ -59,8 +62,14 @@ func (s *slicer) part(k int) int {
 	return 1 - s.first
 }
 
-// Parts implements attack.Splitter.
-func (s *slicer) Parts() int { return 2 }
+// Parts implements attack.Splitter: the slices.
+func (s *slicer) Parts() int { return s.n }
+
+// Groups implements attack.Splitter: the arms.
+func (s *slicer) Groups() int { return 2 }
+
+// Group implements attack.Splitter.
+func (s *slicer) Group(k int) int { return s.part(k) }
 
 // Part implements attack.Splitter.
 func (s *slicer) Part(sent, done time.Time) int {
@@ -78,7 +87,7 @@ func (s *slicer) Part(sent, done time.Time) int {
 	if done.UnixNano() >= st+int64(k+1)*int64(s.slice) {
 		return -1
 	}
-	return s.part(k)
+	return k
 }
 
 // begin is called at the window's start edge: it starts switching.
@@ -129,9 +138,7 @@ func (s *slicer) run(ctx context.Context, st time.Time) {
 		}
 		u1 := usage()
 		if f.Before(end) {
-			s.measured[p] += end.Sub(f)
-			s.cpuUsed[p] += u1 - u0
-			s.count[p]++
+			s.at[k], s.measured[k], s.cpuUsed[k] = f, end.Sub(f), u1-u0
 		}
 	}
 }
@@ -151,26 +158,48 @@ func sleepUntil(ctx context.Context, t time.Time) {
 
 // armCell is the manifest cell of part p of a sliced pair: the window's
 // record mc with this arm's identity and its own slices' account.
-func (s *slicer) armCell(mc manifest.Cell, c plan.Cell, part attack.Part, p int) manifest.Cell {
+func (s *slicer) armCell(mc manifest.Cell, c plan.Cell, res *attack.Result, p int) manifest.Cell {
 	out := mc
 	out.Key, out.DurationS = c.Key, time.Duration(c.Duration).Seconds()
-	out.Requests, out.Errors = part.Requests, part.Errors
-	out.Codes = map[string]int64{}
-	for code, n := range part.Codes {
-		out.Codes[strconv.Itoa(code)] = n
+	out.Requests, out.Errors = 0, 0
+	out.Codes, out.ErrorReasons = map[string]int64{}, map[string]int64{}
+	sl := &manifest.Slices{SliceS: s.slice.Seconds(), GuardS: s.guard.Seconds(), SwitchMaxS: s.switchMax.Seconds()}
+	var cpu time.Duration
+	for k := range s.n {
+		if s.part(k) != p || s.measured[k] <= 0 || k >= len(res.Parts) {
+			continue
+		}
+		part := res.Parts[k]
+		e := manifest.Slice{At: s.at[k], MeasuredS: s.measured[k].Seconds(), Requests: part.Requests, Errors: part.Errors}
+		for code, n := range part.Codes {
+			out.Codes[strconv.Itoa(code)] += n
+			if scenario.Matches(strconv.Itoa(code), out.Expected) {
+				e.Good += n
+			}
+		}
+		for r, n := range part.ErrorReasons {
+			out.ErrorReasons[r] += n
+		}
+		if s.cpu != nil && s.cpuErr == nil {
+			v := s.cpuUsed[k].Seconds()
+			e.CPUS = &v
+		}
+		out.Requests += part.Requests
+		out.Errors += part.Errors
+		cpu += s.cpuUsed[k]
+		sl.MeasuredS += e.MeasuredS
+		sl.Count++
+		sl.Each = append(sl.Each, e)
 	}
-	out.ErrorReasons = part.ErrorReasons
-	if part.Hist != nil {
-		out.Latency = manifest.LatencyOf(part.Hist)
+	if p < len(res.GroupHists) {
+		out.Latency = manifest.LatencyOf(res.GroupHists[p])
 	}
+	out.ProxyCPUSeconds = nil
 	if s.cpu != nil && s.cpuErr == nil {
-		v := s.cpuUsed[p].Seconds()
+		v := cpu.Seconds()
 		out.ProxyCPUSeconds = &v
-	} else {
-		out.ProxyCPUSeconds = nil
 	}
-	out.Slices = &manifest.Slices{SliceS: s.slice.Seconds(), GuardS: s.guard.Seconds(), Count: s.count[p],
-		MeasuredS: s.measured[p].Seconds(), SwitchMaxS: s.switchMax.Seconds()}
+	out.Slices = sl
 	return out
 }
 
@@ -202,7 +231,8 @@ func (r *Runner) runPair(ctx context.Context, n int, a, b plan.Cell, ctr *docker
 	}
 	n2 := int(2 * time.Duration(a.Duration) / time.Duration(r.Plan.DuetSlice))
 	sl := &slicer{slice: time.Duration(r.Plan.DuetSlice), guard: plan.SliceGuard, n: n2, first: partOf(a),
-		q: q, ctr: ctr, from: make([]atomic.Int64, n2), done: make(chan struct{})}
+		q: q, ctr: ctr, from: make([]atomic.Int64, n2), done: make(chan struct{}),
+		at: make([]time.Time, n2), measured: make([]time.Duration, n2), cpuUsed: make([]time.Duration, n2)}
 	sl.quotas[0], sl.quotas[1] = was, dockerx.Cores(r.Plan.DuetCPUs)
 	if ctr.Pid > 0 {
 		if g, err := cgroup.Of(ctr.Pid); err == nil {
@@ -220,18 +250,14 @@ func (r *Runner) runPair(ctx context.Context, n int, a, b plan.Cell, ctr *docker
 	if err := q.SetNanoCPUs(rctx, ctr.ID, was); err != nil {
 		r.Log.Error("sliced duet: the baseline's quota could not be put back", "container", ctr.Name, "err", err)
 	}
-	parts := make([]attack.Part, 2)
 	if mc.Status == manifest.CellOK && sl.setErr != nil {
 		mc.Status, mc.Reason = manifest.CellFailed, "sliced duet: set the quota: "+sl.setErr.Error()
 	}
 	ma, mb = mc, mc
 	mb.Key = b.Key
-	if sl.res != nil && len(sl.res.Parts) == 2 {
-		parts = sl.res.Parts
-	}
-	if mc.Status == manifest.CellOK {
-		ma = sl.armCell(mc, a, parts[partOf(a)], partOf(a))
-		mb = sl.armCell(mc, b, parts[partOf(b)], partOf(b))
+	if mc.Status == manifest.CellOK && sl.res != nil {
+		ma = sl.armCell(mc, a, sl.res, partOf(a))
+		mb = sl.armCell(mc, b, sl.res, partOf(b))
 	}
 	r.Cells.End(lb, mb.Start, mb.End, mb.Status != manifest.CellOK)
 	for _, x := range []manifest.Cell{ma, mb} {

@@ -344,11 +344,11 @@ func emptyCell(w collect.Window) report.Cell {
 // window's.
 func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	window := c.DurationS
-	if mc.Slices != nil {
-		c.DurationS = report.Num(mc.Slices.MeasuredS)
-		if mc.ProxyCPUSeconds == nil {
-			c.SetProxyCPU(report.NaN(), "")
-		}
+	if sl := mc.Slices; sl != nil {
+		c.DurationS = report.Num(sl.MeasuredS)
+		c.SetProxyCPU(report.NaN(), "")
+		c.Sliced = &report.Sliced{Slices: sl.Count, SliceS: sl.SliceS, MeasuredS: sl.MeasuredS,
+			GoodputRPS: report.Num(sl.Typical(manifest.Slice.Goodput)), CPUPerRequest: report.Num(sl.Typical(manifest.Slice.CPUPerRequest))}
 	}
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	c.ScenarioData = mc.ScenarioData
@@ -420,6 +420,9 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 	}
 	c.WrongOrigin, c.Scheduled, c.Sent = mc.WrongOrigin, mc.Scheduled, mc.Sent
 	report.Classify(c)
+	if c.Sliced != nil {
+		c.GoodputRPS = c.Sliced.GoodputRPS
+	}
 	if l.Count > 0 && !c.Latency.Mean.Known() {
 		c.Latency.Mean = report.Num(l.Mean)
 	}

@@ -203,6 +203,10 @@ type Cell struct {
 	// disturbed the window: a paired comparison leaves its pair out.
 	StealWorstSecond Num    `json:"steal_worst_second_share"`
 	Disturbed        string `json:"disturbed,omitempty"`
+	// Sliced is, for an arm of a sliced duet, how it was measured: its
+	// GoodputRPS and CPU per request are its typical slice's
+	// (manifest.Slices.Typical); its counts the sums of its slices.
+	Sliced *Sliced `json:"sliced,omitempty"`
 	// Workers is each loadgen worker's part of a cell several ran as one
 	// instrument (manifest); the cell's numbers are their merge.
 	Workers    []manifest.Worker `json:"workers,omitempty"`

@@ -121,7 +121,12 @@ func usable(cs []*Cell) []*Cell {
 }
 
 // cpuPerRequest is the proxy's CPU seconds per request of c.
-func cpuPerRequest(c *Cell) Num { return ratio(c.ProxyRes.CPUMeanCores, c.RPS) }
+func cpuPerRequest(c *Cell) Num {
+	if c.Sliced != nil {
+		return c.Sliced.CPUPerRequest
+	}
+	return ratio(c.ProxyRes.CPUMeanCores, c.RPS)
+}
 
 // ratio is a / b, unknown when either is or b is not positive.
 func ratio(a, b Num) Num {

@@ -1,0 +1,84 @@
+package manifest
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Slices is how a sliced duet measured one arm: its pair's window
+// alternates the two arms every SliceS seconds in ABBA order; after each
+// switch a guard of GuardS seconds is left out; a request counts for the
+// slice it was sent and answered in. MeasuredS is this arm's time counted
+// (its slices less their guards): rates are per MeasuredS.
+type Slices struct {
+	SliceS    float64 `json:"slice_seconds"`
+	GuardS    float64 `json:"guard_seconds"`
+	Count     int     `json:"count"` // this arm's slices
+	MeasuredS float64 `json:"measured_seconds"`
+	// SwitchMaxS is the slowest switch between the arms (the Docker API
+	// call that set the quota), which the guard must cover.
+	SwitchMaxS float64 `json:"switch_max_seconds"`
+	// Each is this arm's slices in the order they ran.
+	Each []Slice `json:"each"`
+}
+
+// Slice is one slice of a sliced duet's arm: what was counted in it.
+type Slice struct {
+	At        time.Time `json:"at"`         // its counted part's start
+	MeasuredS float64   `json:"measured_s"` // its counted part's length
+	Requests  int64     `json:"requests"`   // with an HTTP status
+	Errors    int64     `json:"errors"`
+	Good      int64     `json:"good"`                  // with a status the scenario expects
+	CPUS      *float64  `json:"proxy_cpu_s,omitempty"` // the proxy's cgroup CPU over it
+}
+
+// Typical is an arm's value in its typical slice: the median over its
+// slices of f (NaN where f is unknown), NaN when no slice has one. A
+// sliced duet's goodput and CPU per request are its arms' typical
+// slices': a host's disturbance of a second or two, which lands on one
+// arm's slice, moves the median of an arm's slices far less than their
+// sum, and the arms' medians stay exchangeable, so an A/A pair is still
+// unbiased.
+func (s *Slices) Typical(f func(Slice) float64) float64 {
+	var xs []float64
+	for _, e := range s.Each {
+		if v := f(e); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 1 {
+		return xs[n/2]
+	} else {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+}
+
+// Goodput is a slice's responses with an expected status per second.
+func (e Slice) Goodput() float64 {
+	if e.MeasuredS <= 0 {
+		return math.NaN()
+	}
+	return float64(e.Good) / e.MeasuredS
+}
+
+// CPUPerRequest is the proxy's CPU per response of a slice.
+func (e Slice) CPUPerRequest() float64 {
+	if e.CPUS == nil || e.Requests <= 0 {
+		return math.NaN()
+	}
+	return *e.CPUS / float64(e.Requests)
+}
+
+// Seconds is what a cell's rates are per: an arm of a sliced duet its
+// measured slices, any other cell its planned window.
+func (c *Cell) Seconds() float64 {
+	if c.Slices != nil {
+		return c.Slices.MeasuredS
+	}
+	return c.DurationS
+}
