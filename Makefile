@@ -53,19 +53,21 @@ DUET_PAIRS = $(if $(filter file,$(origin REPEATS)),100,$(REPEATS))
 # timing guarantee's least; every cell has counters of its own, and its
 # decisions use the loadgen's own record (docs/decisions.md).
 DUET_SETTLE ?= 1500ms
-# The duet's cells: 4 s windows unless TIER is given. On a 2-core VM the
-# per-pair spread of Traefik's goodput was the same with 2 s and 5 s cells
-# (sd of the log ratio 0.21 both), so shorter cells give more pairs in the
-# budget; 4 s is the shortest window that holds the 3 scrapes a valid cell
-# needs (docs/decisions.md).
-DUET_TIER = $(if $(filter file,$(origin TIER)),4s,$(TIER))
 # A duet of CPUS alone measures each pair in one window that switches the
 # quota every DUET_SLICE (0 = a window per arm; docs/decisions.md).
 DUET_SLICE ?= 1s
+DUET_SLICED = $(if $(CPUS),$(if $(CANDIDATE_IMAGE)$(CANDIDATE_CONFIG),,$(filter-out 0 0s,$(DUET_SLICE))))
+# The duet's cells unless TIER is given: 8 s (a pair's window of 16 slices)
+# when sliced, where a longer window makes each arm's typical slice
+# steadier and the per-pair overhead smaller; else 4 s, the shortest window
+# that holds the 3 scrapes a valid cell needs (on a 2-core VM the per-pair
+# spread of Traefik's goodput was the same with 2 s and 5 s cells of their
+# own; docs/decisions.md).
+DUET_TIER = $(if $(filter file,$(origin TIER)),$(if $(DUET_SLICED),8s,4s),$(TIER))
 
-duet: ## interleaved A/B in one run until decided: each cell as baseline, then as candidate (the proxy's CPU quota at CPUS cores, and/or a container of CANDIDATE_IMAGE and/or CANDIDATE_CONFIG); pairs until every gated metric is decided at MARGIN or BUDGET ends; exits 4 when the candidate is worse by more than MARGIN (CPUS CANDIDATE_IMAGE CANDIDATE_CONFIG PROXIES ORIGINS MARGIN=0.05 BUDGET=10m REPEATS TIER=4s)
+duet: ## interleaved A/B in one run until decided: each cell as baseline, then as candidate (the proxy's CPU quota at CPUS cores, and/or a container of CANDIDATE_IMAGE and/or CANDIDATE_CONFIG); pairs until every gated metric is decided at MARGIN or BUDGET ends; exits 4 when the candidate is worse by more than MARGIN (CPUS CANDIDATE_IMAGE CANDIDATE_CONFIG PROXIES ORIGINS MARGIN=0.05 BUDGET=10m REPEATS DUET_SLICE=1s TIER=8s sliced, 4s not)
 	@test -n "$(CPUS)$(CANDIDATE_IMAGE)$(CANDIDATE_CONFIG)" || { echo "make duet: name the candidate: CPUS=<the proxy's CPU quota in cores> (e.g. 0.9, a 10 % cut of 1 core; CPUS=1.0 is an A/A duet), CANDIDATE_IMAGE=<image> and/or CANDIDATE_CONFIG=<a config file like compose/<proxy>/'s>"; exit 2; }
-	@scripts/arms.sh $(if $(CPUS),-duet-cpus '$(CPUS)') $(if $(CPUS),$(if $(CANDIDATE_IMAGE)$(CANDIDATE_CONFIG),,-duet-slice '$(DUET_SLICE)')) $(if $(CANDIDATE_IMAGE),-candidate-image '$(CANDIDATE_IMAGE)') $(if $(CANDIDATE_CONFIG),-candidate-config '$(CANDIDATE_CONFIG)') -tier '$(DUET_TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
+	@scripts/arms.sh $(if $(CPUS),-duet-cpus '$(CPUS)') $(if $(DUET_SLICED),-duet-slice '$(DUET_SLICE)') $(if $(CANDIDATE_IMAGE),-candidate-image '$(CANDIDATE_IMAGE)') $(if $(CANDIDATE_CONFIG),-candidate-config '$(CANDIDATE_CONFIG)') -tier '$(DUET_TIER)' -proxies '$(call csv,$(PROXIES))' -origins '$(call csv,$(ORIGINS))' \
 	  -scenarios '$(call csv,$(SCENARIOS))' -concurrency '$(CONCURRENCY)' -rate '$(RATE)' -repeats '$(DUET_PAIRS)' -margin '$(MARGIN)' -budget '$(BUDGET)' -settle '$(DUET_SETTLE)' -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(RUN),-run '$(RUN)')
 
 observer: ## the observer effect: each cell with the observability stack on, then paused, interleaved; req/s and p99 differences with 95 % CIs (PROXIES ORIGINS=fast REPEATS=10 TIER)

@@ -257,9 +257,18 @@ func TestDockerSequentialDuet(t *testing.T) {
 	project := fmt.Sprintf("pbseq-test-%d", os.Getpid())
 	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
 	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
+	// A window per arm, then the same duet sliced: 250 ms slices, the
+	// quota switched 8 times in each pair's 2 s window.
+	for _, mode := range [][]string{nil, {"-duet-slice", "250ms"}} {
+		sequentialDuet(t, ctx, dc, project, proxyID, addr, mode)
+	}
+}
+
+func sequentialDuet(t *testing.T, ctx context.Context, dc *dockerx.Client, project, proxyID, addr string, mode []string) {
+	t.Helper()
 	dir := t.TempDir()
-	a := args(t, dir, "-project", project, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-repeats", "30", "-control=false",
-		"-duet-cpus", "0.25", "-budget", "10m", "-keep-disturbed", "-margin", "0.2", "-run", "seq")
+	a := args(t, dir, append([]string{"-project", project, "-tier", "1s", "-proxies", "nginx", "-origins", "fast", "-repeats", "30", "-control=false",
+		"-duet-cpus", "0.25", "-budget", "10m", "-keep-disturbed", "-margin", "0.2", "-run", "seq"}, mode...)...)
 	code := run(ctx, a, io.Discard, io.Discard, testLog(t), env{
 		target: func(string) (string, error) { return "http://" + addr, nil },
 		docker: func(context.Context) (Docker, error) { return dc, nil }, clock: &sleeper{},
@@ -283,8 +292,24 @@ func TestDockerSequentialDuet(t *testing.T) {
 	if err := json.Unmarshal(m.Plan, &p); err != nil || p.Repeats != last.Pairs || len(p.Cells) != len(m.Cells) {
 		t.Fatalf("manifest plan: %v, %d repeats, %d cells", err, p.Repeats, len(p.Cells))
 	}
-	t.Logf("decided after %d pairs: %s", last.Pairs, last.Results[0].Text)
+	t.Logf("%v: decided after %d pairs: %s", mode, last.Pairs, last.Results[0].Text)
 	if n, _ := dc.NanoCPUs(ctx, proxyID); n != 2e9 {
 		t.Errorf("after the run the quota is %g", float64(n)/1e9)
+	}
+	for _, c := range m.Cells {
+		sl := c.Slices
+		switch {
+		case mode == nil && sl != nil:
+			t.Errorf("%s: slices in a duet of a window per arm", c.ID)
+		case mode == nil:
+		case sl == nil || sl.Count != 4 || len(sl.Each) != 4:
+			t.Errorf("%s: slices %+v, want 4 of the pair's 8", c.ID, sl)
+		case sl.SwitchMaxS <= 0 || sl.MeasuredS > 4*(0.25-0.1)+1e-9 || sl.MeasuredS <= 0:
+			// The guard starts when the switch returns: a slow switch
+			// shortens a slice's counted part, never lets it in.
+			t.Errorf("%s: switch %.3f s, measured %.3f s of 4 slices of 250 ms less a guard of %.3f s", c.ID, sl.SwitchMaxS, sl.MeasuredS, sl.GuardS)
+		case c.Requests == 0 || c.ProxyCPUSeconds == nil:
+			t.Errorf("%s: %d requests, proxy CPU %v", c.ID, c.Requests, c.ProxyCPUSeconds)
+		}
 	}
 }
