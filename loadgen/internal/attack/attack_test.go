@@ -32,7 +32,10 @@ func TestClosedLoopCountsMatchServer(t *testing.T) {
 			a, _ := newAttacker(t, tc.opts...)
 			res := mustRun(t, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 4, Duration: 300 * time.Millisecond},
 				NewConnPerRequest: tc.newConn, ExpectOrigin: "go"})
-			if res.Requests == 0 || res.Errors != 0 {
+			// A starved host (make test's packages side by side on 2 CPUs)
+			// may answer nothing inside a 300 ms window: what it answered
+			// late still counts, and must match the server.
+			if res.Requests+res.Late == 0 || res.Errors != 0 {
 				t.Fatalf("requests %d errors %d %v late %d drain end %v after the window", res.Requests, res.Errors, res.ErrorReasons, res.Late, res.DrainEnd.Sub(res.End))
 			}
 			if got := srv.Handled.Load(); got != res.Requests+res.Late {
