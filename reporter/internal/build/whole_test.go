@@ -67,23 +67,46 @@ func wholeInputs(t *testing.T) []byte {
 
 // TestWholeReportGolden builds the report of a saved run with real
 // Prometheus and compares every file the reporter writes (report.json,
-// report.md, report.html, the figures) byte for byte with the saved ones.
+// report.md, report.html, the figures) byte for byte with the saved ones:
+// from the saved manifest (the plan's settings read from its plan) and
+// from the same manifest as written today (the settings carried).
 func TestWholeReportGolden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus")
 	}
 	om := wholeInputs(t)
-	runDir := t.TempDir()
-	man, err := os.ReadFile(filepath.Join(wholeDir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(runDir, "manifest.json"), man, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	srv := promtest.Start(t, promtest.Options{DataDir: promtest.Backfill(t, om)})
 	c, err := promapi.New(srv.URL, nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := manifest.Read(filepath.Join(wholeDir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Settings != nil {
+		t.Fatal("the saved manifest has settings: it stands for one written before manifests had them")
+	}
+	// Today's manifest: the plan's settings carried as Settings, no plan.
+	set, err := saved.PlanSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	today := *saved
+	today.Settings, today.Plan = &set, nil
+	for _, tc := range []struct {
+		name string
+		man  *manifest.Manifest
+	}{{"saved", saved}, {"settings", &today}} {
+		t.Run(tc.name, func(t *testing.T) { wholeReport(t, c, tc.man) })
+	}
+}
+
+// wholeReport builds the report of the saved run with manifest man and
+// compares its files with the goldens.
+func wholeReport(t *testing.T, c *promapi.Client, man *manifest.Manifest) {
+	runDir := t.TempDir()
+	if err := manifest.Write(filepath.Join(runDir, "manifest.json"), man); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 1, 15, 0, 0, 0, time.UTC)
