@@ -32,6 +32,10 @@ import (
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
 	"proxybench/loadgen/internal/study"
+	"proxybench/loadgen/internal/study/cc"
+	ceilingstudy "proxybench/loadgen/internal/study/ceiling"
+	"proxybench/loadgen/internal/study/netstack"
+	"proxybench/loadgen/internal/study/scaleout"
 	"proxybench/loadgen/internal/swarmstack"
 )
 
@@ -46,7 +50,7 @@ var commands = map[string]command{
 	"attack":    attackcmd.Main,
 	"preflight": preflight.Main,
 	"placement": placementcmd.Main,
-	"study":     study.Main,
+	"study":     study.Command(netstack.Study, cc.Study, scaleout.Study, ceilingstudy.Study),
 	"certs":     certscmd.Main,
 	"ceiling":   ceiling.Main,
 	// Started by loadgen run and loadgen study, pinned where the proxy

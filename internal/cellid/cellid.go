@@ -48,12 +48,31 @@ func Format(proxy, origin, scenario, tier, arm string, repeat int) string {
 
 // GroupKey identifies the cell across repeats and runs:
 // <proxy>.<origin>.<scenario>.<tier>, with .<arm> when the arm is not "".
-func (k Key) GroupKey() string {
-	g := k.Proxy + "." + k.Origin + "." + k.Scenario + "." + k.Tier
-	if k.Arm != "" {
-		g += "." + k.Arm
+func (k Key) GroupKey() string { return k.Group().Key() }
+
+// Group is a cell's identity across repeats: its Key without the id and
+// the repeat. Embedded in a struct (without a tag), its fields are
+// promoted both in Go and in encoding/json, under the Key's JSON names.
+type Group struct {
+	Proxy    string `json:"proxy"`
+	Origin   string `json:"origin"`
+	Scenario string `json:"scenario"`
+	Tier     string `json:"tier"`
+	Arm      string `json:"arm,omitempty"` // as Key.Arm
+}
+
+// Group is the cell's group: every repeat of it has the same.
+func (k Key) Group() Group {
+	return Group{Proxy: k.Proxy, Origin: k.Origin, Scenario: k.Scenario, Tier: k.Tier, Arm: k.Arm}
+}
+
+// Key is the group's key, Key.GroupKey of each of its cells.
+func (g Group) Key() string {
+	s := g.Proxy + "." + g.Origin + "." + g.Scenario + "." + g.Tier
+	if g.Arm != "" {
+		s += "." + g.Arm
 	}
-	return g
+	return s
 }
 
 // PlanKey is GroupKey without the arm: the cells every arm measures alike.

@@ -20,12 +20,15 @@ const SchemaVersion = 1
 
 // Manifest is one run.
 type Manifest struct {
-	Schema   int               `json:"schema"`
-	Run      string            `json:"run"`
-	Status   string            `json:"status"` // running, done, interrupted, failed
-	Started  time.Time         `json:"started"`
-	Updated  time.Time         `json:"updated"`
-	Plan     json.RawMessage   `json:"plan,omitempty"`     // the expanded plan as the loadgen ran it
+	Schema  int             `json:"schema"`
+	Run     string          `json:"run"`
+	Status  string          `json:"status"` // running, done, interrupted, failed
+	Started time.Time       `json:"started"`
+	Updated time.Time       `json:"updated"`
+	Plan    json.RawMessage `json:"plan,omitempty"` // the expanded plan as the loadgen ran it
+	// Settings is what the reporter takes from the plan (settings.go); nil
+	// in a manifest written before it had them: PlanSettings reads Plan then.
+	Settings *Settings         `json:"settings,omitempty"`
 	Versions map[string]string `json:"versions,omitempty"` // proxy -> version printed by its running binary
 	Host     Host              `json:"host"`
 	// Placement is the run's CPU placement, planned and measured

@@ -187,7 +187,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	now := r.Clock.Now()
 	r.m = &manifest.Manifest{
 		Schema: manifest.SchemaVersion, Run: p.Run, Status: "running", Started: now, Updated: now,
-		Plan: planJSON, Versions: map[string]string{}, Host: r.Host, Placement: placed, Ceiling: ceil, OpenCeiling: openCeil, Cells: []manifest.Cell{},
+		Plan: planJSON, Settings: p.Settings(), Versions: map[string]string{}, Host: r.Host, Placement: placed, Ceiling: ceil, OpenCeiling: openCeil, Cells: []manifest.Cell{},
 	}
 	if err := r.save(); err != nil {
 		return nil, err

@@ -32,14 +32,14 @@ type Container struct {
 	Cmd     []string // the command after the image
 }
 
-// engine is the Docker engine the studies start their containers on
+// Engine is the Docker engine the studies start their containers on
 // (internal/dockerx, the one client), connected once.
-var engine = sync.OnceValues(func() (*dockerx.Client, error) { return dockerx.New(context.Background()) })
+var Engine = sync.OnceValues(func() (*dockerx.Client, error) { return dockerx.New(context.Background()) })
 
 // Start removes any container of the same name and starts c; the returned
 // stop removes it (with a fresh context, so it works after a Ctrl-C).
 func (e *Env) Start(ctx context.Context, c Container) (stop func(), err error) {
-	dc, err := engine()
+	dc, err := Engine()
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (e *Env) Start(ctx context.Context, c Container) (stop func(), err error) {
 // RemoveLeftovers removes the containers earlier studies left behind (a
 // killed study cannot remove its own).
 func RemoveLeftovers(ctx context.Context) error {
-	dc, err := engine()
+	dc, err := Engine()
 	if err != nil {
 		return err
 	}
@@ -93,9 +93,9 @@ func WaitHTTP(ctx context.Context, url string, timeout time.Duration) error {
 	return fmt.Errorf("%s did not answer 200 within %v: %v", url, timeout, last)
 }
 
-// composeImage is the image compose/images.env names under key (written by
+// ComposeImage is the image compose/images.env names under key (written by
 // scripts/images.sh), or def when the file or the key is missing.
-func composeImage(repo, key, def string) string {
+func ComposeImage(repo, key, def string) string {
 	b, err := os.ReadFile(filepath.Join(repo, "compose", "images.env"))
 	if err != nil {
 		return def

@@ -1,10 +1,14 @@
-// Package study owns `loadgen study`: the validity lab's controlled
-// experiments, one file per study (netstack.go, cc.go, scaleout.go,
-// ceiling.go), each a Func registered by name in Studies. A study fills an
-// Env's record (internal/studydata) sample by sample; every Add rewrites
-// results/<study-run>/study.json atomically, so a crash, a Ctrl-C or a dead
-// container keeps every sample already measured. `reporter study` turns the
-// record into the report, the figures and the CSV.
+// Package study is the frame of `loadgen study`, the validity lab's
+// controlled experiments: the command (Command, the studies by name), the
+// Env a study runs in and the record it fills (internal/studydata), the
+// shared measurement (Measure, the latency metrics), the retake of a sample
+// the hypervisor stole from (RetakeOnSteal) and the studies' containers
+// (Env.Start, through internal/dockerx). Each study is a package of its own
+// below this one (netstack, cc, scaleout, ceiling) exporting a Study.
+// Every Add rewrites results/<study-run>/study.json atomically, so a crash,
+// a Ctrl-C or a dead container keeps every sample already measured.
+// `reporter study` turns the record into the report, the figures and the
+// CSV.
 package study
 
 import (
@@ -37,21 +41,19 @@ const (
 // with its Error and the study goes on.
 type Func func(ctx context.Context, e *Env) error
 
-// Studies maps a study's name to its Func.
-var Studies = map[string]Func{}
-
-// register adds a study; each study file calls it from init.
-func register(name string, f Func) {
-	if _, dup := Studies[name]; dup {
-		panic("study: " + name + " registered twice")
-	}
-	Studies[name] = f
+// Study is one study: the name `loadgen study -study` takes and its Func.
+type Study struct {
+	Name string
+	Run  Func
 }
 
-// Names lists the registered studies in order.
-func Names() []string {
-	out := make([]string, 0, len(Studies))
-	for k := range Studies {
+// registry is the studies a command runs, by name.
+type registry map[string]Func
+
+// names lists the studies in order.
+func (r registry) names() []string {
+	out := make([]string, 0, len(r))
+	for k := range r {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -132,43 +134,33 @@ func (e *Env) Save() error {
 	return studydata.Write(filepath.Join(e.Dir, studydata.File), e.rec)
 }
 
-// Main is `loadgen study`.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
-	fs := flag.NewFlagSet("loadgen study", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	name := fs.String("study", "", "the study: "+strings.Join(Names(), ", "))
-	run := fs.String("run", "", "study run id (default <study>-<UTC time>); results go to <results>/<run>/")
-	results := fs.String("results", "results", "results directory")
-	scale := fs.String("scale", ScaleFull, "tiny (seconds per sample, for make test) or full")
-	repeats := fs.Int("repeats", 0, "samples per variant and condition (0 = the study's default for its scale)")
-	mode := fs.String("placement", "", "CPU placement: auto (the default) or none; as for loadgen run")
-	repo := fs.String("repo", ".", "the project's root directory (compose/, .cache/dist/)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: loadgen study -study NAME [flags]\n\nRuns one of the validity lab's studies and writes <results>/<run>/study.json;\n`reporter study -run <run>` renders it.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+// Command is `loadgen study` over studies (each name once).
+func Command(studies ...Study) func(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	reg := registry{}
+	for _, s := range studies {
+		if _, dup := reg[s.Name]; dup {
+			panic("study: " + s.Name + " given twice")
 		}
-		return 2
+		reg[s.Name] = s.Run
 	}
-	f := Studies[*name]
-	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "loadgen study: unexpected argument %q: it takes only flags\n", fs.Arg(0))
-		return 2
-	case f == nil:
-		fmt.Fprintf(stderr, "loadgen study: -study %q: choose one of %s\n", *name, strings.Join(Names(), ", "))
-		return 2
-	case *scale != ScaleTiny && *scale != ScaleFull:
-		fmt.Fprintf(stderr, "loadgen study: -scale %q: use tiny or full\n", *scale)
-		return 2
-	case *repeats < 0:
-		fmt.Fprintf(stderr, "loadgen study: -repeats %d: use 0 (the default) or more\n", *repeats)
-		return 2
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+		return reg.main(ctx, args, stdout, stderr, log)
 	}
-	pl, err := placement.ForHost(placement.Spec{Mode: *mode})
+}
+
+// options are `loadgen study`'s flags.
+type options struct {
+	name, run, results, scale, mode, repo string
+	repeats                               int
+}
+
+// main is `loadgen study` over r.
+func (r registry) main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) int {
+	o, code := r.parse(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	pl, err := placement.ForHost(placement.Spec{Mode: o.mode})
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen study: %v\n", err)
 		return 2
@@ -177,30 +169,74 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 		fmt.Fprintf(stderr, "loadgen study: %v\n", err)
 		return 1
 	}
-	id := *run
+	id := o.run
 	if id == "" {
-		id = *name + "-" + time.Now().UTC().Format("20060102T150405Z")
+		id = o.name + "-" + time.Now().UTC().Format("20060102T150405Z")
 	}
 	if strings.ContainsAny(id, `/\ `) || id == "." || id == ".." {
 		fmt.Fprintf(stderr, "loadgen study: -run %q: an id is one path element without spaces\n", id)
 		return 2
 	}
-	dir := filepath.Join(*results, id)
+	dir := filepath.Join(o.results, id)
 	if _, err := os.Stat(filepath.Join(dir, studydata.File)); err == nil {
 		fmt.Fprintf(stderr, "loadgen study: %s already holds a study record: choose another -run (a result is never replaced)\n", dir)
 		return 2
 	}
 	h := hostinfo.Describe(ctx)
-	e := &Env{Scale: *scale, Repeats: *repeats, Dir: dir, Log: log, Placement: pl, Repo: *repo,
-		rec: &studydata.Record{Schema: studydata.Schema, Run: id, Study: *name, Scale: *scale,
+	e := &Env{Scale: o.scale, Repeats: o.repeats, Dir: dir, Log: log, Placement: pl, Repo: o.repo,
+		rec: &studydata.Record{Schema: studydata.Schema, Run: id, Study: o.name, Scale: o.scale,
 			Status: studydata.StatusRunning, Start: time.Now().UTC(),
 			Host: studydata.Host{Hostname: h.Hostname, Kernel: h.Kernel, CPUs: h.CPUs, Loadgen: h.Loadgen, Docker: h.Docker}}}
 	if err := e.Save(); err != nil {
 		fmt.Fprintf(stderr, "loadgen study: %v\n", err)
 		return 1
 	}
-	log.Info("study starting", "study", *name, "run", id, "scale", *scale, "placement", pl.Summary())
-	err = f(ctx, e)
+	log.Info("study starting", "study", o.name, "run", id, "scale", o.scale, "placement", pl.Summary())
+	return e.finish(ctx, r[o.name](ctx, e), o.name, stdout, stderr)
+}
+
+// parse reads the flags; code is the exit code when the command ends here,
+// -1 when it goes on.
+func (r registry) parse(args []string, stderr io.Writer) (o options, code int) {
+	fs := flag.NewFlagSet("loadgen study", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.name, "study", "", "the study: "+strings.Join(r.names(), ", "))
+	fs.StringVar(&o.run, "run", "", "study run id (default <study>-<UTC time>); results go to <results>/<run>/")
+	fs.StringVar(&o.results, "results", "results", "results directory")
+	fs.StringVar(&o.scale, "scale", ScaleFull, "tiny (seconds per sample, for make test) or full")
+	fs.IntVar(&o.repeats, "repeats", 0, "samples per variant and condition (0 = the study's default for its scale)")
+	fs.StringVar(&o.mode, "placement", "", "CPU placement: auto (the default) or none; as for loadgen run")
+	fs.StringVar(&o.repo, "repo", ".", "the project's root directory (compose/, .cache/dist/)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: loadgen study -study NAME [flags]\n\nRuns one of the validity lab's studies and writes <results>/<run>/study.json;\n`reporter study -run <run>` renders it.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, 0
+		}
+		return o, 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "loadgen study: unexpected argument %q: it takes only flags\n", fs.Arg(0))
+		return o, 2
+	case r[o.name] == nil:
+		fmt.Fprintf(stderr, "loadgen study: -study %q: choose one of %s\n", o.name, strings.Join(r.names(), ", "))
+		return o, 2
+	case o.scale != ScaleTiny && o.scale != ScaleFull:
+		fmt.Fprintf(stderr, "loadgen study: -scale %q: use tiny or full\n", o.scale)
+		return o, 2
+	case o.repeats < 0:
+		fmt.Fprintf(stderr, "loadgen study: -repeats %d: use 0 (the default) or more\n", o.repeats)
+		return o, 2
+	}
+	return o, -1
+}
+
+// finish records how the study ended (err is what its Func returned),
+// saves the record and returns the exit code.
+func (e *Env) finish(ctx context.Context, err error, name string, stdout, stderr io.Writer) int {
 	e.mu.Lock()
 	e.rec.End = time.Now().UTC()
 	switch {
@@ -211,7 +247,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	default:
 		e.rec.Status = studydata.StatusDone
 	}
-	status := e.rec.Status
+	status, id := e.rec.Status, e.rec.Run
 	e.mu.Unlock()
 	if serr := e.Save(); serr != nil {
 		fmt.Fprintf(stderr, "loadgen study: %v\n", serr)
@@ -220,10 +256,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	fmt.Fprintf(stdout, "%s\n", id)
 	switch {
 	case status == studydata.StatusInterrupted:
-		fmt.Fprintf(stderr, "loadgen study: interrupted; the samples so far are in %s\n", dir)
+		fmt.Fprintf(stderr, "loadgen study: interrupted; the samples so far are in %s\n", e.Dir)
 		return 130
 	case err != nil:
-		fmt.Fprintf(stderr, "loadgen study %s: %v (the samples so far are in %s)\n", *name, err, dir)
+		fmt.Fprintf(stderr, "loadgen study %s: %v (the samples so far are in %s)\n", name, err, e.Dir)
 		return 1
 	}
 	return 0

@@ -40,42 +40,42 @@ func fuzzManifest() []byte {
 }
 
 // FuzzBuildFromManifest: the reporter reading results/<run>/manifest.json
-// (and plan.json beside it) with Prometheus out of the picture, any bytes.
-// Report refuses with an error naming the file, never panics; a report it
-// builds counts its cells, saves, and reads back as it was encoded.
+// (the plan's settings in it) with Prometheus out of the picture, any
+// bytes. Report refuses with an error naming the file, never panics; a
+// report it builds counts its cells, saves, and reads back as it was
+// encoded.
 func FuzzBuildFromManifest(f *testing.F) {
 	m := fuzzManifest()
-	f.Add(m, []byte(nil))
-	f.Add(m, []byte(`{"slo":{"p99":"soon"}}`))
-	f.Add(m, []byte(`{"slo":null}`))
-	f.Add(m, []byte(`{"slo":{"p99":"-1s","error_ratio":-5}}`))
-	f.Add(m[:len(m)/2], []byte(nil))
-	f.Add(bytes.Replace(m, []byte(`"requests":5000`), []byte(`"requests":-5000`), 1), []byte(nil))
-	f.Add(bytes.Replace(m, []byte(`"count":5000`), []byte(`"count":0`), 1), []byte(nil))
-	f.Add(bytes.Replace(m, []byte(`"duration_seconds":5`), []byte(`"duration_seconds":0`), 1), []byte(`{}`))
+	f.Add(m)
+	plan := []byte(`"plan":{"slo":{"p99":"2ms","error_ratio":0.01}}`)
+	if !bytes.Contains(m, plan) {
+		f.Fatalf("the seed manifest has no %s to vary", plan)
+	}
+	for _, p := range []string{`"plan":{"slo":{"p99":"soon"}}`, `"plan":{"slo":null}`, `"plan":{"slo":{"p99":"-1s","error_ratio":-5}}`,
+		`"settings":{"slo":{"p99":"soon"}},"plan":{}`, `"settings":{"timeout":"10"},"plan":{}`, `"settings":{"margin":0.1,"isolate":true},"plan":{}`} {
+		f.Add(bytes.Replace(m, plan, []byte(p), 1))
+	}
+	f.Add(m[:len(m)/2])
+	f.Add(bytes.Replace(m, []byte(`"requests":5000`), []byte(`"requests":-5000`), 1))
+	f.Add(bytes.Replace(m, []byte(`"count":5000`), []byte(`"count":0`), 1))
+	f.Add(bytes.Replace(m, []byte(`"duration_seconds":5`), []byte(`"duration_seconds":0`), 1))
 	for _, s := range []string{"", "{}", `{"schema":1}`, `{"schema":1,"cells":[{}]}`, `{"schema":1,"cells":[{"id":"a"},{"id":"a"}]}`,
 		`{"schema":1,"cells":[{"status":"ok","start":"2026-01-01T00:00:10Z","end":"2026-01-01T00:00:00Z"}]}`, `{"schema":1,"plan":"x"}`} {
-		f.Add([]byte(s), []byte(nil))
+		f.Add([]byte(s))
 	}
 	dir := filepath.Join(f.TempDir(), "fz")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, man, plan []byte) {
-		mp, pp := filepath.Join(dir, "manifest.json"), filepath.Join(dir, "plan.json")
+	f.Fuzz(func(t *testing.T, man []byte) {
+		mp := filepath.Join(dir, "manifest.json")
 		if err := os.WriteFile(mp, man, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		os.Remove(pp)
-		if len(plan) > 0 {
-			if err := os.WriteFile(pp, plan, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 		r, err := Report(context.Background(), Config{Run: "fz", RunDir: dir, Thresholds: report.DefaultThresholds, Now: fuzzNow})
 		if err != nil {
-			if msg := err.Error(); !strings.Contains(msg, mp) && !strings.Contains(msg, pp) && !strings.Contains(msg, "manifest plan") {
-				t.Fatalf("error %q names neither %s nor %s", msg, mp, pp)
+			if msg := err.Error(); !strings.Contains(msg, mp) {
+				t.Fatalf("error %q does not name %s", msg, mp)
 			}
 			return
 		}

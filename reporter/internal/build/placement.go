@@ -1,8 +1,6 @@
 package build
 
 import (
-	"encoding/json"
-
 	"proxybench/internal/manifest"
 	"proxybench/internal/placement"
 	"proxybench/reporter/internal/report"
@@ -16,7 +14,10 @@ func placementEnv(man *manifest.Manifest) (*report.Placement, report.Isolation) 
 	if man == nil {
 		return nil, report.IsolationStatement(nil, nil)
 	}
-	on := planIsolate(man.Plan)
+	var on *bool // nil when the plan does not say
+	if set, err := man.PlanSettings(); err == nil {
+		on = set.Isolate
+	}
 	mp := man.Placement
 	if mp == nil {
 		return nil, report.IsolationStatement(on, nil)
@@ -43,16 +44,4 @@ func placementEnv(man *manifest.Manifest) (*report.Placement, report.Isolation) 
 		}
 	}
 	return p, report.IsolationStatement(on, p)
-}
-
-// planIsolate reads the plan's isolate setting; nil when the plan does
-// not say.
-func planIsolate(raw json.RawMessage) *bool {
-	var p struct {
-		Isolate *bool `json:"isolate"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &p) != nil {
-		return nil
-	}
-	return p.Isolate
 }

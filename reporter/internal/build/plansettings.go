@@ -1,7 +1,6 @@
 package build
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +11,8 @@ import (
 	"proxybench/reporter/internal/report"
 )
 
-// settings is what the report takes from the run's plan.
+// settings is what the report takes from the run's plan, read and
+// checked from manifest.Settings.
 type settings struct {
 	SLO       *report.SLO   // {"slo": {"p99": "120ms", "error_ratio": 0.01}}, nil when the plan has none
 	Margin    float64       // the comparisons' margin ({"margin": 0.05}), 0 when it has none
@@ -21,35 +21,19 @@ type settings struct {
 	Keep      bool          // paired comparisons keep the pairs the host disturbed ({"keep_disturbed": true})
 }
 
-// planSettings reads the settings from results/<run>/plan.json or the
-// manifest's plan; the zero settings when there is neither.
+// planSettings reads the settings from the run's manifest in dir (its Settings;
+// a manifest written before it had them, its plan's); the zero settings
+// when there is no manifest.
 func planSettings(dir string, man *manifest.Manifest) (settings, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "plan.json"))
-	src := filepath.Join(dir, "plan.json")
-	if errors.Is(err, os.ErrNotExist) {
-		if man == nil || len(man.Plan) == 0 {
-			return settings{}, nil
-		}
-		raw, err, src = man.Plan, nil, "manifest plan"
+	if man == nil {
+		return settings{}, nil
 	}
+	src := filepath.Join(dir, "manifest.json")
+	p, err := man.PlanSettings()
 	if err != nil {
-		return settings{}, fmt.Errorf("read plan: %w", err)
+		return settings{}, fmt.Errorf("%s: %w", src, err)
 	}
-	var p struct {
-		SLO *struct {
-			P99        string  `json:"p99"`
-			ErrorRatio float64 `json:"error_ratio"`
-		} `json:"slo"`
-		Margin          float64 `json:"margin"`
-		CandidateImage  string  `json:"candidate_image"`
-		CandidateConfig string  `json:"candidate_config"`
-		Timeout         string  `json:"timeout"`
-		KeepDisturbed   bool    `json:"keep_disturbed"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return settings{}, fmt.Errorf("decode %s: %w", src, err)
-	}
-	out := settings{Margin: p.Margin, Candidate: p.CandidateImage != "" || p.CandidateConfig != "", Keep: p.KeepDisturbed}
+	out := settings{Margin: p.Margin, Candidate: p.Candidate(), Keep: p.KeepDisturbed}
 	if p.Timeout != "" {
 		if out.Timeout, err = time.ParseDuration(p.Timeout); err != nil {
 			return out, fmt.Errorf("%s: timeout %q: want a duration like 10s", src, p.Timeout)

@@ -80,7 +80,7 @@ func BuildGroups(cells []Cell) []Group {
 		k := c.GroupKey()
 		if _, ok := idx[k]; !ok {
 			idx[k] = len(groups)
-			groups = append(groups, Group{Key: k, Proxy: c.Proxy, Origin: c.Origin, Scenario: c.Scenario, Tier: c.Tier, Arm: c.Arm})
+			groups = append(groups, Group{Key: k, Group: c.Key.Group()})
 		}
 		members[k] = append(members[k], c)
 	}

@@ -360,16 +360,12 @@ type TimeSeries struct {
 
 // Group summarises the repeats of one cell key.
 type Group struct {
-	Key      string          `json:"key"`
-	Proxy    string          `json:"proxy"`
-	Origin   string          `json:"origin"`
-	Scenario string          `json:"scenario"`
-	Tier     string          `json:"tier"`
-	Arm      string          `json:"arm,omitempty"` // cellid.Key.Arm: "" for the plan's own cells
-	Repeats  int             `json:"repeats"`
-	Valid    int             `json:"valid"`   // repeats not invalid; statistics use these only, all when none is
-	Invalid  int             `json:"invalid"` // repeats left out of the statistics
-	Metrics  map[string]Stat `json:"metrics"`
+	Key string `json:"key"` // cellid.Group.Key
+	cellid.Group
+	Repeats int             `json:"repeats"`
+	Valid   int             `json:"valid"`   // repeats not invalid; statistics use these only, all when none is
+	Invalid int             `json:"invalid"` // repeats left out of the statistics
+	Metrics map[string]Stat `json:"metrics"`
 }
 
 // Stat is a stats.Summary in JSON-safe numbers. The spread (stddev, cv,

@@ -1,4 +1,4 @@
-package study
+package scaleout
 
 import (
 	"context"
@@ -8,50 +8,51 @@ import (
 	"time"
 
 	"proxybench/internal/placement"
+	"proxybench/loadgen/internal/study"
 )
 
-// soTiming is one scale's durations and rates.
-type soTiming struct {
+// timing is one scale's durations and rates.
+type timing struct {
 	capWarm, capWindow time.Duration
 	warm, window       time.Duration
 	repeats            int
-	rates              []soRate
+	rates              []rateLevel
 }
 
-func scaleoutTiming(e *Env) soTiming {
+func timingOf(e *study.Env) timing {
 	if e.Tiny() {
-		return soTiming{capWarm: 300 * time.Millisecond, capWindow: time.Second,
-			warm: 300 * time.Millisecond, window: time.Second, repeats: e.RepeatsOr(2), rates: scaleoutRates[1:2]}
+		return timing{capWarm: 300 * time.Millisecond, capWindow: time.Second,
+			warm: 300 * time.Millisecond, window: time.Second, repeats: e.RepeatsOr(2), rates: rateLevels[1:2]}
 	}
-	return soTiming{capWarm: time.Second, capWindow: 4 * time.Second,
-		warm: 3 * time.Second, window: 10 * time.Second, repeats: e.RepeatsOr(5), rates: scaleoutRates}
+	return timing{capWarm: time.Second, capWindow: 4 * time.Second,
+		warm: 3 * time.Second, window: 10 * time.Second, repeats: e.RepeatsOr(5), rates: rateLevels}
 }
 
-// scaleoutCpuset is where every SUT container runs: the placement's proxy
+// cpusetOf is where every SUT container runs: the placement's proxy
 // CPUs when they can hold the budget, else every online CPU (the budget
 // must be reachable; the loadgen then shares its CPUs with the SUT), and
 // no cpuset without a placement.
-func scaleoutCpuset(p placement.Placement) (placement.CPUSet, string) {
-	need := int(math.Ceil(scaleoutBudget))
+func cpusetOf(p placement.Placement) (placement.CPUSet, string) {
+	need := int(math.Ceil(budget))
 	switch {
 	case len(p.Proxy) == 0:
 		return nil, fmt.Sprintf("placement %s: no cpuset; the SUT may run on every CPU, as the loadgen", p.Mode)
 	case len(p.Proxy) >= need:
 		return p.Proxy, fmt.Sprintf("the placement's proxy CPUs %s hold the %.1f-CPU budget; the loadgen keeps its own CPUs %s",
-			p.Proxy, scaleoutBudget, placement.ListOrAll(p.Loadgen))
+			p.Proxy, budget, placement.ListOrAll(p.Loadgen))
 	}
 	return p.Online, fmt.Sprintf("the placement's proxy CPUs (%s) are %d, fewer than the %.1f CPUs of the budget, which they could never give; "+
 		"so every SUT container gets every online CPU (%s) and the quotas alone bound the SUT, which then shares CPU %s with the loadgen "+
 		"(pinned there); the budget leaves the loadgen at least %.1f CPU",
-		p.Proxy, len(p.Proxy), scaleoutBudget, p.Online, placement.ListOrAll(p.Loadgen), float64(len(p.Online))-scaleoutBudget)
+		p.Proxy, len(p.Proxy), budget, p.Online, placement.ListOrAll(p.Loadgen), float64(len(p.Online))-budget)
 }
 
-// scaleoutImages is the lab's nginx and HAProxy images: what
+// images is the lab's nginx and HAProxy images: what
 // compose/images.env names (scripts/images.sh writes it), else the upstream
 // pins of compose/docker-compose.yml; both must exist on the engine.
-func scaleoutImages(ctx context.Context, repo string) (nginx, haproxy string, err error) {
-	nginx, haproxy = composeImage(repo, "NGINX_IMAGE", "nginx:1.22.1"), composeImage(repo, "HAPROXY_IMAGE", "haproxy:2.6.12")
-	dc, err := engine()
+func images(ctx context.Context, repo string) (nginx, haproxy string, err error) {
+	nginx, haproxy = study.ComposeImage(repo, "NGINX_IMAGE", "nginx:1.22.1"), study.ComposeImage(repo, "HAPROXY_IMAGE", "haproxy:2.6.12")
+	dc, err := study.Engine()
 	if err != nil {
 		return "", "", err
 	}
@@ -63,9 +64,9 @@ func scaleoutImages(ctx context.Context, repo string) (nginx, haproxy string, er
 	return nginx, haproxy, nil
 }
 
-// scaleoutBodyBytes is the response body: 76800 bytes of a fixed pattern.
-func scaleoutBodyBytes() []byte {
-	b := make([]byte, scaleoutBody)
+// bodyBytes is the response body: 76800 bytes of a fixed pattern.
+func bodyBytes() []byte {
+	b := make([]byte, bodySize)
 	for i := range b {
 		b[i] = "0123456789abcdefghijklmnopqrstuvwxyz\n"[i%37]
 	}
@@ -73,7 +74,7 @@ func scaleoutBodyBytes() []byte {
 }
 
 // nginxConf serves the body and stub_status on one 127.0.0.1 port.
-func nginxConf(c soContainer) string {
+func nginxConf(c container) string {
 	return fmt.Sprintf(`# scaleout study: %s, --cpus %g
 worker_processes %d;
 pid /tmp/nginx.pid;
@@ -98,7 +99,7 @@ http {
 
 // haproxyConf balances round-robin over the backends, keep-alive pools
 // as the lab's HAProxy has them (http-reuse always).
-func haproxyConf(c soContainer) string {
+func haproxyConf(c container) string {
 	var srv strings.Builder
 	for i, p := range c.Backends {
 		fmt.Fprintf(&srv, "    server n%d 127.0.0.1:%d pool-max-conn 256\n", i+1, p)

@@ -1,4 +1,4 @@
-package study
+package cc
 
 import (
 	"bufio"
@@ -18,8 +18,8 @@ import (
 	"proxybench/internal/studydata"
 )
 
-// ccRetransSegs reads the sender namespace's Tcp RetransSegs counter.
-func ccRetransSegs(ctx context.Context, lab *netlab.Lab) (float64, error) {
+// retransSegs reads the sender namespace's Tcp RetransSegs counter.
+func retransSegs(ctx context.Context, lab *netlab.Lab) (float64, error) {
 	out, err := lab.Run(ctx, lab.Sender, "cat", "/proc/net/snmp")
 	if err != nil {
 		return 0, err
@@ -124,11 +124,11 @@ func isAlgName(s string) bool {
 	return s != ""
 }
 
-// ccWaitListen waits for the iperf3 server to listen.
-func ccWaitListen(ctx context.Context, lab *netlab.Lab) error {
+// waitListen waits for the iperf3 server to listen.
+func waitListen(ctx context.Context, lab *netlab.Lab) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		out, err := lab.Run(ctx, lab.Receiver, "ss", "-Hltn", "sport", "=", ":"+ccPort)
+		out, err := lab.Run(ctx, lab.Receiver, "ss", "-Hltn", "sport", "=", ":"+port)
 		if err == nil && strings.TrimSpace(out) != "" {
 			return nil
 		}
@@ -141,14 +141,14 @@ func ccWaitListen(ctx context.Context, lab *netlab.Lab) error {
 	return errors.New("iperf3 server did not listen within 5 s")
 }
 
-// ccAvailable reports which variants the kernel offers (loading tcp_<name>
+// available reports which variants the kernel offers (loading tcp_<name>
 // with modprobe when it is missing) and why the others cannot run.
-func ccAvailable() (map[string]bool, map[string]string) {
+func available() (map[string]bool, map[string]string) {
 	const f = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 	read := func() []string { b, _ := os.ReadFile(f); return strings.Fields(string(b)) }
 	have := read()
 	avail, na := map[string]bool{}, map[string]string{}
-	for _, v := range ccVariants {
+	for _, v := range variants {
 		if !slices.Contains(have, v.Name) {
 			_ = exec.Command("modprobe", "tcp_"+v.Name).Run()
 			have = read()
@@ -162,8 +162,8 @@ func ccAvailable() (map[string]bool, map[string]string) {
 	return avail, na
 }
 
-// ccMechanism says what makes a profile.
-func ccMechanism(p ccProfile) string {
+// mechanism says what makes a profile.
+func mechanism(p profile) string {
 	m := "tbf 1 Gbit/s (overhead 24)"
 	if p.Delay > 0 {
 		m += fmt.Sprintf(" + netem delay %s", p.Delay)
@@ -174,18 +174,18 @@ func ccMechanism(p ccProfile) string {
 	return m
 }
 
-// ccNoDelayReason says why no profile with delay can run: what the kernel
+// noDelayReason says why no profile with delay can run: what the kernel
 // lacks, from its own configuration.
-func ccNoDelayReason(netemErr string) string {
+func noDelayReason(netemErr string) string {
 	cfg := kernelConfig("CONFIG_NET_SCH_NETEM", "CONFIG_NET_SCH_FQ", "CONFIG_NET_SCH_ETF")
-	return "the kernel has no netem (" + cfg["CONFIG_NET_SCH_NETEM"] + "; tc qdisc add … netem answers: " + ccLastLine(netemErr) + "), " +
+	return "the kernel has no netem (" + cfg["CONFIG_NET_SCH_NETEM"] + "; tc qdisc add … netem answers: " + lastLine(netemErr) + "), " +
 		"and no qdisc that holds a packet until a time: fq (" + cfg["CONFIG_NET_SCH_FQ"] + ") and etf (" + cfg["CONFIG_NET_SCH_ETF"] + ") are absent, so an eBPF program setting skb->tstamp (earliest departure time) is ignored; " +
 		"tbf's and htb's latency is queueing behind the rate, not a fixed delay, and a tc eBPF program can drop or redirect a packet but not hold it. " +
 		"Only a userspace delay line (TUN or AF_XDP, forwarding every packet through a process) could delay here, which is not a kernel link emulation comparable with netem, so the profile is not run."
 }
 
-// ccLastLine is the last line of a command's error (tc's own message).
-func ccLastLine(s string) string {
+// lastLine is the last line of a command's error (tc's own message).
+func lastLine(s string) string {
 	if i := strings.LastIndex(s, ": "); i >= 0 {
 		return strings.TrimSpace(s[i+2:])
 	}
@@ -223,14 +223,14 @@ func kernelConfig(keys ...string) map[string]string {
 	return out
 }
 
-func ccPinText(a []string) string {
+func pinText(a []string) string {
 	if len(a) == 0 {
 		return "not pinned"
 	}
 	return "on CPU " + a[1] + " (iperf3 -A)"
 }
 
-func ccCPUText(c []int) string {
+func cpuText(c []int) string {
 	if len(c) == 0 {
 		return "every CPU"
 	}
@@ -241,7 +241,7 @@ func ccCPUText(c []int) string {
 	return "CPU " + strings.Join(s, ",")
 }
 
-func ccMean(x []float64) float64 {
+func mean(x []float64) float64 {
 	if len(x) == 0 {
 		return 0
 	}
@@ -252,9 +252,9 @@ func ccMean(x []float64) float64 {
 	return s / float64(len(x))
 }
 
-// ccOriginal are the findings of the study this one reproduces: 3 runs
+// original are the findings of the study this one reproduces: 3 runs
 // each on a clean Gigabit link.
-func ccOriginal() []studydata.Reference {
+func original() []studydata.Reference {
 	ref := func(g, v string, x float64, note string) studydata.Reference {
 		return studydata.Reference{Group: g, Variant: v, Metric: "throughput_mbps", Value: x, Unit: "Mbit/s", Note: note}
 	}

@@ -1,4 +1,4 @@
-package study
+package scaleout
 
 import (
 	"bufio"
@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"proxybench/internal/cgroup"
+	"proxybench/loadgen/internal/study"
 )
 
-// soProbe is one container as the engine and the kernel see it.
-type soProbe struct {
+// probe is one container as the engine and the kernel see it.
+type probe struct {
 	id, cgDir, cpuset string
 	nano              int64
 	quotaUS, periodUS int64
@@ -27,23 +28,23 @@ type soProbe struct {
 
 // probeContainer reads a container's quota from docker inspect and from its
 // cgroup (cpu.cfs_quota_us / cpu.cfs_period_us on v1, cpu.max on v2).
-func probeContainer(ctx context.Context, name string) (soProbe, error) {
-	dc, err := engine()
+func probeContainer(ctx context.Context, name string) (probe, error) {
+	dc, err := study.Engine()
 	if err != nil {
-		return soProbe{}, err
+		return probe{}, err
 	}
 	ctr, err := dc.Inspect(ctx, name)
 	if err != nil {
-		return soProbe{}, err
+		return probe{}, err
 	}
 	if ctr.Pid <= 0 {
-		return soProbe{}, fmt.Errorf("container %s is not running (%s %s)", name, ctr.State, ctr.ExitInfo())
+		return probe{}, fmt.Errorf("container %s is not running (%s %s)", name, ctr.State, ctr.ExitInfo())
 	}
 	g, err := cgroup.Of(ctr.Pid)
 	if err != nil {
-		return soProbe{}, fmt.Errorf("container %s: %w", name, err)
+		return probe{}, fmt.Errorf("container %s: %w", name, err)
 	}
-	p := soProbe{id: ctr.ID, nano: int64(math.Round(ctr.CPUs * 1e9)), g: g}
+	p := probe{id: ctr.ID, nano: int64(math.Round(ctr.CPUs * 1e9)), g: g}
 	p.cgDir, _ = g.Dirs()
 	if p.quotaUS, p.periodUS, err = g.OwnQuota(); err != nil {
 		return p, err
@@ -58,21 +59,21 @@ func probeContainer(ctx context.Context, name string) (soProbe, error) {
 }
 
 // cgroupCores is the quota the cgroup files give, in cores (0: none).
-func (p soProbe) cgroupCores() float64 {
+func (p probe) cgroupCores() float64 {
 	if p.quotaUS < 0 || p.periodUS <= 0 {
 		return 0
 	}
 	return float64(p.quotaUS) / float64(p.periodUS)
 }
 
-// soAccount is one container's CPU account at an instant.
-type soAccount struct {
+// account is one container's CPU account at an instant.
+type account struct {
 	usage time.Duration
 	thr   cgroup.Throttling
 }
 
-func accountOf(ps []soProbe) ([]soAccount, error) {
-	out := make([]soAccount, len(ps))
+func accountOf(ps []probe) ([]account, error) {
+	out := make([]account, len(ps))
 	for i, p := range ps {
 		u, err := p.g.Usage()
 		if err != nil {
@@ -82,7 +83,7 @@ func accountOf(ps []soProbe) ([]soAccount, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = soAccount{u, t}
+		out[i] = account{u, t}
 	}
 	return out, nil
 }
@@ -110,7 +111,7 @@ func stubRequests(ctx context.Context, port int) (int64, error) {
 
 // backendRequests is the stub_status requests counter of each nginx behind
 // case c's HAProxy.
-func backendRequests(ctx context.Context, c soCase) ([]int64, error) {
+func backendRequests(ctx context.Context, c testCase) ([]int64, error) {
 	var out []int64
 	for _, x := range c.Ctrs[1:] {
 		n, err := stubRequests(ctx, x.Port)
@@ -136,7 +137,7 @@ func fetchBody(ctx context.Context, url string) (int, int64, []byte, error) {
 
 // portsFree fails naming a port something already listens on.
 func portsFree() error {
-	for _, c := range scaleoutCases {
+	for _, c := range cases {
 		for _, x := range c.Ctrs {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", x.Port))
 			if err != nil {

@@ -1,4 +1,4 @@
-package study
+package netstack
 
 import (
 	"bytes"
@@ -21,10 +21,11 @@ import (
 	"proxybench/internal/cputime"
 	"proxybench/internal/placement"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/study"
 )
 
-// nsHostNginx finds the host's nginx binary.
-func nsHostNginx() (string, error) {
+// hostNginx finds the host's nginx binary.
+func hostNginx() (string, error) {
 	if p, err := exec.LookPath("nginx"); err == nil {
 		return p, nil
 	}
@@ -34,7 +35,7 @@ func nsHostNginx() (string, error) {
 	return "", errors.New("no nginx in PATH nor /usr/sbin/nginx")
 }
 
-func nsVersionOr(v string) string {
+func versionOr(v string) string {
 	if v == "" {
 		return "(version unknown)"
 	}
@@ -51,10 +52,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// nsKillLeftover stops a host nginx an earlier run left (its pid file in
+// killLeftover stops a host nginx an earlier run left (its pid file in
 // state/bare), when that pid is still an nginx of that directory.
-func nsKillLeftover(e *Env, state string) {
-	b, err := os.ReadFile(filepath.Join(state, nsBare, "nginx.pid"))
+func killLeftover(e *study.Env, state string) {
+	b, err := os.ReadFile(filepath.Join(state, modeBare, "nginx.pid"))
 	if err != nil {
 		return
 	}
@@ -71,10 +72,10 @@ func nsKillLeftover(e *Env, state string) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
-// nsStartBare runs nginx as a host process in the foreground, in its own
+// startBare runs nginx as a host process in the foreground, in its own
 // process group, pinned by taskset before its master forks the workers.
-func nsStartBare(e *Env, bin, dir string, cpus placement.CPUSet, port int) (*nsServer, error) {
-	args := nsNginxArgs(bin, dir)
+func startBare(e *study.Env, bin, dir string, cpus placement.CPUSet, port int) (*server, error) {
+	args := nginxArgs(bin, dir)
 	if len(cpus) > 0 {
 		args = append([]string{"taskset", "-c", cpus.String()}, args...)
 	}
@@ -110,24 +111,24 @@ func nsStartBare(e *Env, bin, dir string, cpus placement.CPUSet, port int) (*nsS
 	case <-time.After(200 * time.Millisecond):
 	}
 	e.Log.Info("netstack host nginx started", "pid", pid, "cmd", strings.Join(args, " "))
-	return &nsServer{Mode: nsBare, Port: port, Pid: pid, URL: fmt.Sprintf("http://127.0.0.1:%d/", port), stop: stop,
-		Detail: fmt.Sprintf("host process: `%s`; listens on 127.0.0.1:%d", strings.Join(nsQuote(args), " "), port)}, nil
+	return &server{Mode: modeBare, Port: port, Pid: pid, URL: fmt.Sprintf("http://127.0.0.1:%d/", port), stop: stop,
+		Detail: fmt.Sprintf("host process: `%s`; listens on 127.0.0.1:%d", strings.Join(quote(args), " "), port)}, nil
 }
 
-// nsStartContainer runs the mode's container from the lab's image.
-func nsStartContainer(ctx context.Context, e *Env, mode, image, dir string, cpus placement.CPUSet, port int) (*nsServer, error) {
-	c := Container{Name: nsContainerName + mode, Image: image, Network: "host", Cpuset: cpus.String(),
-		Mounts: []string{dir + ":" + nsMount}, Cmd: nsNginxArgs("nginx", nsMount)}
-	if mode == nsBridge {
+// startContainer runs the mode's container from the lab's image.
+func startContainer(ctx context.Context, e *study.Env, mode, image, dir string, cpus placement.CPUSet, port int) (*server, error) {
+	c := study.Container{Name: containerPrefix + mode, Image: image, Network: "host", Cpuset: cpus.String(),
+		Mounts: []string{dir + ":" + mountDir}, Cmd: nginxArgs("nginx", mountDir)}
+	if mode == modeBridge {
 		c.Network = "bridge"
-		c.Publish = []string{fmt.Sprintf("127.0.0.1::%d", nsContainerPort)}
+		c.Publish = []string{fmt.Sprintf("127.0.0.1::%d", containerPort)}
 	}
 	stop, err := e.Start(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("netstack: %s container: %w", mode, err)
 	}
-	s := &nsServer{Mode: mode, Container: c.Name, stop: stop}
-	dc, err := engine()
+	s := &server{Mode: mode, Container: c.Name, stop: stop}
+	dc, err := study.Engine()
 	if err != nil {
 		return s, fmt.Errorf("netstack: %w", err)
 	}
@@ -140,8 +141,8 @@ func nsStartContainer(ctx context.Context, e *Env, mode, image, dir string, cpus
 		logs, _ := dc.Tail(ctx, c.Name, 20)
 		return s, fmt.Errorf("netstack: %s container is not running (%s %s): %s", mode, ctr.State, ctr.ExitInfo(), logs)
 	}
-	if mode == nsBridge {
-		if port, err = dc.HostPort(ctx, c.Name, nsContainerPort); err != nil {
+	if mode == modeBridge {
+		if port, err = dc.HostPort(ctx, c.Name, containerPort); err != nil {
 			return s, fmt.Errorf("netstack: %w", err)
 		}
 	}
@@ -151,16 +152,16 @@ func nsStartContainer(ctx context.Context, e *Env, mode, image, dir string, cpus
 		pin = "--cpuset-cpus " + c.Cpuset
 	}
 	switch mode {
-	case nsHost:
-		s.Detail = fmt.Sprintf("docker run --network host %s, no --cpus, image %s: `%s`; listens on 127.0.0.1:%d", pin, image, strings.Join(nsQuote(c.Cmd), " "), port)
+	case modeHost:
+		s.Detail = fmt.Sprintf("docker run --network host %s, no --cpus, image %s: `%s`; listens on 127.0.0.1:%d", pin, image, strings.Join(quote(c.Cmd), " "), port)
 	default:
 		s.Detail = fmt.Sprintf("docker run --network bridge -p %s %s, no --cpus, image %s: `%s`; listens on 0.0.0.0:%d in its netns, published on 127.0.0.1:%d",
-			c.Publish[0], pin, image, strings.Join(nsQuote(c.Cmd), " "), nsContainerPort, port)
+			c.Publish[0], pin, image, strings.Join(quote(c.Cmd), " "), containerPort, port)
 	}
 	return s, nil
 }
 
-func nsQuote(args []string) []string {
+func quote(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a
@@ -171,13 +172,13 @@ func nsQuote(args []string) []string {
 	return out
 }
 
-// nsVersionCheck records nginx -v and the Debian version on the host and
+// versionCheck records nginx -v and the Debian version on the host and
 // in the image.
-func nsVersionCheck(ctx context.Context, e *Env, bin, container string) error {
+func versionCheck(ctx context.Context, e *study.Env, bin, container string) error {
 	hostV, herr := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${Version}", "nginx").Output()
 	hostN, _ := exec.CommandContext(ctx, bin, "-v").CombinedOutput()
 	var ctrV, ctrN string
-	dc, cerr := engine()
+	dc, cerr := study.Engine()
 	if cerr == nil {
 		ctrV, cerr = dc.Exec(ctx, container, "dpkg-query", "-W", "-f", "${Version}", "nginx")
 		ctrN, _ = dc.Exec(ctx, container, "sh", "-c", "nginx -v 2>&1")
@@ -185,13 +186,13 @@ func nsVersionCheck(ctx context.Context, e *Env, bin, container string) error {
 	hv := strings.TrimSpace(string(hostV))
 	ok := herr == nil && cerr == nil && hv != "" && hv == ctrV
 	return e.AddCheck("same nginx build", ok, "host: dpkg nginx %s, %s; container: dpkg nginx %s, %s",
-		nsVersionOr(hv), strings.TrimSpace(string(hostN)), nsVersionOr(ctrV), strings.TrimSpace(ctrN))
+		versionOr(hv), strings.TrimSpace(string(hostN)), versionOr(ctrV), strings.TrimSpace(ctrN))
 }
 
-// nsModeChecks records that the modes really differ: netns and cgroup of
+// modeChecks records that the modes really differ: netns and cgroup of
 // each master, pinning and worker count, no quota. It returns the bridge's
 // docker-proxy pid (0 when none) and a line about it.
-func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, proxy placement.CPUSet, workers int) (dockerProxy int, line string, err error) {
+func modeChecks(ctx context.Context, e *study.Env, servers map[string]*server, proxy placement.CPUSet, workers int) (dockerProxy int, line string, err error) {
 	selfNS, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
 		return 0, "", fmt.Errorf("netstack: read the host's netns: %w", err)
@@ -206,7 +207,7 @@ func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, pro
 		inDocker bool
 	}
 	got := map[string]info{}
-	for _, m := range nsModes {
+	for _, m := range modes {
 		s := servers[m]
 		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", s.Pid))
 		if err != nil {
@@ -217,26 +218,41 @@ func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, pro
 			return 0, "", fmt.Errorf("netstack: %s nginx: %w", m, err)
 		}
 		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", s.Pid))
-		got[m] = info{ns: ns, cg: g.Path, inDocker: nsInContainerCgroup(string(raw))}
+		got[m] = info{ns: ns, cg: g.Path, inDocker: inContainerCgroup(string(raw))}
 	}
-	b, h, br := got[nsBare], got[nsHost], got[nsBridge]
+	b, h, br := got[modeBare], got[modeHost], got[modeBridge]
 	_ = e.AddCheck("bare: host process in the host netns", !b.inDocker && b.ns == selfNS,
-		"nginx master pid %d: netns %s, host netns %s; cgroup %s (container cgroup: %t)", servers[nsBare].Pid, b.ns, selfNS, b.cg, b.inDocker)
-	_ = e.AddCheck("hostnet: container cgroup, host netns", h.inDocker && strings.Contains(h.cg, servers[nsHost].ID) && h.ns == selfNS,
-		"nginx master pid %d: netns %s, host netns %s; cgroup %s (container cgroup: %t)", servers[nsHost].Pid, h.ns, selfNS, h.cg, h.inDocker)
-	_ = e.AddCheck("bridge: container cgroup, own netns", br.inDocker && strings.Contains(br.cg, servers[nsBridge].ID) && br.ns != selfNS,
-		"nginx master pid %d: netns %s, host netns %s; cgroup %s (container cgroup: %t)", servers[nsBridge].Pid, br.ns, selfNS, br.cg, br.inDocker)
+		"nginx master pid %d: netns %s, host netns %s; cgroup %s (container cgroup: %t)", servers[modeBare].Pid, b.ns, selfNS, b.cg, b.inDocker)
+	_ = e.AddCheck("hostnet: container cgroup, host netns", h.inDocker && strings.Contains(h.cg, servers[modeHost].ID) && h.ns == selfNS,
+		"nginx master pid %d: netns %s, host netns %s; cgroup %s (container cgroup: %t)", servers[modeHost].Pid, h.ns, selfNS, h.cg, h.inDocker)
+	_ = e.AddCheck("bridge: container cgroup, own netns", br.inDocker && strings.Contains(br.cg, servers[modeBridge].ID) && br.ns != selfNS,
+		"nginx master pid %d: netns %s, host netns %s; cgroup %s (container cgroup: %t)", servers[modeBridge].Pid, br.ns, selfNS, br.cg, br.inDocker)
 
-	// Pinning and workers, read from the kernel; the quota from the cgroups.
+	checkPinning(e, servers, wantCPUs, workers)
+
+	// The bridge's path: docker-proxy for the published port.
+	dp := findDockerProxy(servers[modeBridge].Port)
+	line = fmt.Sprintf("docker-proxy for 127.0.0.1:%d: none found", servers[modeBridge].Port)
+	if dp > 0 {
+		l, _ := allowedCPUs(dp)
+		line = fmt.Sprintf("docker-proxy pid %d serves 127.0.0.1:%d (may run on CPUs %s)", dp, servers[modeBridge].Port, l)
+	}
+	return dp, line, ctx.Err()
+}
+
+// checkPinning records, from the kernel, that each mode's master and
+// workers run on wantCPUs with the same worker count, and from the cgroups
+// that none has a CPU quota.
+func checkPinning(e *study.Env, servers map[string]*server, wantCPUs placement.CPUSet, workers int) {
 	var pins, quotas []string
 	pinOK, quotaOK := true, true
-	for _, m := range nsModes {
+	for _, m := range modes {
 		s := servers[m]
 		kids := cputime.Children("/proc", s.Pid)
 		pids := append([]int{s.Pid}, kids...)
 		var lists []string
 		for _, p := range pids {
-			l, err := nsAllowed(p)
+			l, err := allowedCPUs(p)
 			c, perr := placement.ParseCPUSet(l)
 			if err != nil || perr != nil || !c.Equal(wantCPUs) {
 				pinOK = false
@@ -267,19 +283,11 @@ func nsModeChecks(ctx context.Context, e *Env, servers map[string]*nsServer, pro
 	_ = e.AddCheck("pinned, same workers", pinOK, "want %d workers, master and workers on CPUs %s; %s", workers, wantCPUs, strings.Join(pins, "; "))
 	_ = e.AddCheck("no CPU quota", quotaOK, "cgroup CPU quota of each nginx master: %s", strings.Join(quotas, ", "))
 
-	// The bridge's path: docker-proxy for the published port.
-	dp := nsDockerProxy(servers[nsBridge].Port)
-	line = fmt.Sprintf("docker-proxy for 127.0.0.1:%d: none found", servers[nsBridge].Port)
-	if dp > 0 {
-		l, _ := nsAllowed(dp)
-		line = fmt.Sprintf("docker-proxy pid %d serves 127.0.0.1:%d (may run on CPUs %s)", dp, servers[nsBridge].Port, l)
-	}
-	return dp, line, ctx.Err()
 }
 
-// nsInContainerCgroup reports whether a /proc/<pid>/cgroup text names a
+// inContainerCgroup reports whether a /proc/<pid>/cgroup text names a
 // container's group (docker's cgroupfs or systemd driver, containerd).
-func nsInContainerCgroup(cg string) bool {
+func inContainerCgroup(cg string) bool {
 	for _, l := range strings.Split(cg, "\n") {
 		parts := strings.SplitN(l, ":", 3)
 		if len(parts) == 3 && (strings.Contains(parts[2], "/docker") || strings.Contains(parts[2], "docker-") || strings.Contains(parts[2], "containerd")) {
@@ -289,9 +297,9 @@ func nsInContainerCgroup(cg string) bool {
 	return false
 }
 
-// nsAllowed is the CPUs pid may run on ("0-1"), from the kernel's
+// allowedCPUs is the CPUs pid may run on ("0-1"), from the kernel's
 // affinity mask.
-func nsAllowed(pid int) (string, error) {
+func allowedCPUs(pid int) (string, error) {
 	cpus, err := cputime.Affinity(pid)
 	if err != nil {
 		return "", fmt.Errorf("affinity of pid %d: %w", pid, err)
@@ -315,9 +323,9 @@ func parseNetDevRx(text, iface string) (int64, error) {
 	return 0, fmt.Errorf("no interface %s in net/dev", iface)
 }
 
-// nsDockerProxy is the pid of the docker-proxy serving host port port, 0
+// findDockerProxy is the pid of the docker-proxy serving host port port, 0
 // when there is none.
-func nsDockerProxy(port int) int {
+func findDockerProxy(port int) int {
 	ents, _ := os.ReadDir("/proc")
 	want := []byte("-host-port\x00" + strconv.Itoa(port) + "\x00")
 	for _, d := range ents {
@@ -333,9 +341,9 @@ func nsDockerProxy(port int) int {
 	return 0
 }
 
-// nsBadResponses says what in r is not a 200: transport errors, other
+// badResponses says what in r is not a 200: transport errors, other
 // codes; "" when nothing.
-func nsBadResponses(r *attack.Result) string {
+func badResponses(r *attack.Result) string {
 	var bad []string
 	if r.Errors > 0 {
 		var why []string
@@ -354,30 +362,30 @@ func nsBadResponses(r *attack.Result) string {
 	return strings.Join(bad, ", ")
 }
 
-// nsMicros lists per-sample µs values, "none" when there are none.
-func nsMicros(v []float64) string {
+// micros lists per-sample µs values, "none" when there are none.
+func micros(v []float64) string {
 	var out []string
 	for _, x := range v {
 		out = append(out, fmt.Sprintf("%.1f µs", x))
 	}
-	return nsListOrNone(out)
+	return listOrNone(out)
 }
 
-func nsListOrNone(s []string) string {
+func listOrNone(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
 	return strings.Join(s, "; ")
 }
 
-// nsConfigHash is the config's sha256, short.
-func nsConfigHash(conf string) string {
+// configHash is the config's sha256, short.
+func configHash(conf string) string {
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(conf)))[:12]
 }
 
-// nsRateTolerance is how far a sample's sent rate may fall short of the
+// rateTolerance is how far a sample's sent rate may fall short of the
 // asked one: 1 %, or a 50 ms stall's share of a window of d if more.
-func nsRateTolerance(d time.Duration) float64 {
+func rateTolerance(d time.Duration) float64 {
 	if d <= 0 {
 		return 0.01
 	}

@@ -1,4 +1,4 @@
-package study
+package scaleout
 
 import (
 	"context"
@@ -21,12 +21,12 @@ func TestScaleoutPlan(t *testing.T) {
 	ports := map[int]string{}
 	lab := map[int]bool{8881: true, 8882: true, 8883: true, 8884: true, 8885: true, 8982: true, 8983: true, 8985: true,
 		9090: true, 9101: true, 9102: true, 9103: true, 9104: true, 9400: true, 9500: true, 3000: true}
-	if len(scaleoutCases) != len(want) {
-		t.Fatalf("%d cases, want %d", len(scaleoutCases), len(want))
+	if len(cases) != len(want) {
+		t.Fatalf("%d cases, want %d", len(cases), len(want))
 	}
-	for _, c := range scaleoutCases {
-		if math.Abs(c.total()-scaleoutBudget) > 1e-9 {
-			t.Errorf("case %s totals %g CPU, want the budget %g", c.Name, c.total(), scaleoutBudget)
+	for _, c := range cases {
+		if math.Abs(c.total()-budget) > 1e-9 {
+			t.Errorf("case %s totals %g CPU, want the budget %g", c.Name, c.total(), budget)
 		}
 		var got []float64
 		for i, x := range c.Ctrs {
@@ -47,7 +47,7 @@ func TestScaleoutPlan(t *testing.T) {
 		}
 	}
 	// Every HAProxy backend is an nginx of the same case.
-	for _, c := range scaleoutCases {
+	for _, c := range cases {
 		for _, x := range c.Ctrs {
 			for _, b := range x.Backends {
 				if ports[b] == "" || !strings.HasPrefix(ports[b], c.Ctrs[0].Name[:len("pb-scaleout-x")]) {
@@ -56,8 +56,8 @@ func TestScaleoutPlan(t *testing.T) {
 			}
 		}
 	}
-	if len(scaleoutCases[2].Ctrs[0].Backends) != 2 {
-		t.Errorf("case C balances over %v, want two nginx", scaleoutCases[2].Ctrs[0].Backends)
+	if len(cases[2].Ctrs[0].Backends) != 2 {
+		t.Errorf("case C balances over %v, want two nginx", cases[2].Ctrs[0].Backends)
 	}
 }
 
@@ -77,7 +77,7 @@ func TestScaleoutCpuset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, why := scaleoutCpuset(p)
+		got, why := cpusetOf(p)
 		if got.String() != tc.want || why == "" {
 			t.Errorf("online %s %s: cpuset %q (%s), want %q", tc.online, tc.mode, got, why, tc.want)
 		}
@@ -85,29 +85,29 @@ func TestScaleoutCpuset(t *testing.T) {
 }
 
 func TestScaleoutConfigs(t *testing.T) {
-	a := nginxConf(scaleoutCases[0].Ctrs[0])
+	a := nginxConf(cases[0].Ctrs[0])
 	for _, s := range []string{"worker_processes 2;", "listen 127.0.0.1:18901 ", "root /srv/scaleout;", "stub_status;", "access_log off;"} {
 		if !strings.Contains(a, s) {
 			t.Errorf("nginx config of A lacks %q:\n%s", s, a)
 		}
 	}
-	if b := nginxConf(scaleoutCases[1].Ctrs[1]); !strings.Contains(b, "worker_processes 1;") {
+	if b := nginxConf(cases[1].Ctrs[1]); !strings.Contains(b, "worker_processes 1;") {
 		t.Errorf("nginx 1.0 must run 1 worker:\n%s", b)
 	}
-	h := haproxyConf(scaleoutCases[2].Ctrs[0])
+	h := haproxyConf(cases[2].Ctrs[0])
 	for _, s := range []string{"nbthread 1\n", "bind 127.0.0.1:18921 ", "balance roundrobin", "server n1 127.0.0.1:18922 ", "server n2 127.0.0.1:18923 ", "http-reuse always"} {
 		if !strings.Contains(h, s) {
 			t.Errorf("HAProxy config of C lacks %q:\n%s", s, h)
 		}
 	}
-	if b := scaleoutBodyBytes(); len(b) != 76800 {
+	if b := bodyBytes(); len(b) != 76800 {
 		t.Errorf("body is %d bytes, want 76800", len(b))
 	}
 }
 
 func TestScaleoutValuesCountBadStatuses(t *testing.T) {
 	r := &attack.Result{Start: time.Unix(0, 0), End: time.Unix(1, 0), Requests: 90, Errors: 10, Codes: map[int]int64{200: 80, 502: 10}}
-	if v := scaleoutValues(r); math.Abs(v["error_ratio"]-0.2) > 1e-9 {
+	if v := values(r); math.Abs(v["error_ratio"]-0.2) > 1e-9 {
 		t.Errorf("error_ratio %g, want 0.2 (10 transport errors + 10 of status 502 in 100)", v["error_ratio"])
 	}
 }
@@ -138,11 +138,11 @@ func TestScaleoutNotes(t *testing.T) {
 	add("B", 2, 700, 100)
 	add("C", 2, 800, 100)
 	rates := map[string]float64{"15pct": 100}
-	got := scaleoutPairNotes(rec, scaleoutRates[:1], rates)
+	got := pairNotes(rec, rateLevels[:1], rates)
 	if len(got) != 1 || !strings.Contains(got[0], "B below A in 0 of 2; C below A in 0 of 2; C below B in 1 of 2") {
 		t.Errorf("pair notes %q", got)
 	}
-	if s := scaleoutSustainedNote(rec, rates); !strings.Contains(s, "A 100.0 % (at 15pct), B 100.0 % (at 15pct), C 90.0 % (at 15pct)") {
+	if s := sustainedNote(rec, rates); !strings.Contains(s, "A 100.0 % (at 15pct), B 100.0 % (at 15pct), C 90.0 % (at 15pct)") {
 		t.Errorf("sustained note %q", s)
 	}
 }

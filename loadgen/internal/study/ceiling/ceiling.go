@@ -1,4 +1,10 @@
-package study
+// Package ceiling is the ceiling study (`loadgen study -study ceiling`):
+// a knee found at the load generator's own limit is not the proxy's. For an
+// uncapped and a capped loadgen it measures the instrument's ceiling
+// (loadgen/internal/ceiling) and the knee of the stack's nginx → fast, and
+// checks that judging the knee against the ceiling recognises the capped
+// knee as the instrument's.
+package ceiling
 
 import (
 	"context"
@@ -13,21 +19,23 @@ import (
 	"proxybench/internal/studydata"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/ceiling"
+	"proxybench/loadgen/internal/study"
 )
 
-func init() { register("ceiling", runCeiling) }
+// Study is the ceiling study.
+var Study = study.Study{Name: "ceiling", Run: run}
 
 // The ceiling study's variants.
 const (
-	ceilingUncapped = "uncapped"
-	ceilingCapped   = "capped"
+	variantUncapped = "uncapped"
+	variantCapped   = "capped"
 )
 
-// ceilingTarget is the lab's nginx → fast origin route on the running stack.
-const ceilingTarget = "http://127.0.0.1:8882/fast/"
+// target is the lab's nginx → fast origin route on the running stack.
+const target = "http://127.0.0.1:8882/fast/"
 
-// ceilingScale is how long each part of one sample runs.
-type ceilingScale struct {
+// scale is how long each part of one sample runs.
+type scale struct {
 	conns               int           // the ceiling's and the probe's closed loop: the lab's default concurrency
 	ceilWarmup, ceilWin time.Duration // the ceiling's warm-up and window
 	probe               time.Duration // the closed-loop probe of the proxy that sizes the uncapped knee's steps
@@ -49,8 +57,8 @@ type ceilingScale struct {
 	settle time.Duration
 }
 
-func ceilingScaleOf(e *Env) ceilingScale {
-	s := ceilingScale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second, probe: 2 * time.Second,
+func scaleOf(e *study.Env) scale {
+	s := scale{conns: 50, ceilWarmup: 500 * time.Millisecond, ceilWin: 2 * time.Second, probe: 2 * time.Second,
 		kneeWarmup: time.Second, kneeStep: 2 * time.Second, uncappedStep: 0.025, uncappedTop: 3, cappedStep: 0.15, capShare: 0.5,
 		kneeP99: 200 * time.Millisecond, kneeMaxErrs: 0.01, kneeMaxInFlight: 1000, settle: 3 * time.Second}
 	if e.Tiny() {
@@ -62,34 +70,56 @@ func ceilingScaleOf(e *Env) ceilingScale {
 	return s
 }
 
-// runCeiling reproduces the lesson of a saturation campaign whose "saturation"
+// run reproduces the lesson of a saturation campaign whose "saturation"
 // was its load generator's default throughput limit: for each variant it
 // measures the loadgen's own ceiling against a trivial server under the same
 // placement, then searches the knee of a real proxy, and judges the knee
 // against the ceiling. Under a cap below the proxy's own limit the knee found
 // is the cap, and the judgement recognises it as the instrument's.
-func runCeiling(ctx context.Context, e *Env) error {
-	sc := ceilingScaleOf(e)
+func run(ctx context.Context, e *study.Env) error {
+	sc := scaleOf(e)
 	repeats := e.RepeatsOr(3)
 	if e.Tiny() {
 		repeats = e.RepeatsOr(1)
 	}
+	describe(e, sc, repeats)
+	if err := e.Save(); err != nil {
+		return err
+	}
+	if err := study.WaitHTTP(ctx, target, 30*time.Second); err != nil {
+		return fmt.Errorf("the stack's nginx → fast route %s: %w (start the stack: scripts/stack.sh up)", target, err)
+	}
+	t := &tally{}
+	for rep := 1; rep <= repeats && ctx.Err() == nil; rep++ {
+		if err := t.repeat(ctx, e, sc, rep); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return t.check(e)
+}
+
+// describe fills the record's title, question, method, metrics, variants
+// and the original's finding.
+func describe(e *study.Env, sc scale, repeats int) {
 	pl := e.Placement
 	r := e.Record()
 	r.Title = "The instrument's ceiling: a knee at the load generator's own limit is not the proxy's"
 	r.Question = "Does a configured rate cap in the load generator (the analogue of a default throughput limit) show up as the proxy's saturation point, and does judging the knee against the instrument's ceiling catch it?"
 	r.Method = []string{
 		fmt.Sprintf("Ceiling: the loadgen (pinned to CPUs %s) drives a trivial server (origins/fast's server, package fastserver, as a process of its own pinned to the proxy's CPUs %s with GOMAXPROCS %d, where the proxy runs) with the open-loop engine the knee search uses, offered far more than it can send (%.0f req/s) with at most %d in flight, for %v after a %v warm-up (excluded), in three windows, %v after the previous sample's knee search; the ceiling is the best window's req/s. A knee is an open-loop claim, so it is held to the open-loop engine's ceiling, the one `loadgen run` records as open_ceiling in a run with open-loop cells; measured fresh for every sample (no cache).",
-			cpuList(pl.Loadgen.String()), cpuList(pl.Proxy.String()), max(pl.Workers, 1), ceiling.OpenProbeRate, sc.conns, sc.ceilWin, sc.ceilWarmup, sc.settle),
+			study.CPUsOrAll(pl.Loadgen.String()), study.CPUsOrAll(pl.Proxy.String()), max(pl.Workers, 1), ceiling.OpenProbeRate, sc.conns, sc.ceilWin, sc.ceilWarmup, sc.settle),
 		fmt.Sprintf("Knee: `loadgen attack -knee` against the lab's nginx → fast route (%s, the running stack): open-loop steps of %v (the first after a %v warm-up at the start rate, excluded), at most %d in flight; a step breaks when its p99 exceeds %v, its error ratio %.0f %% or fewer than 99 %% of its scheduled sends went out; the knee is the last rate that held.",
-			ceilingTarget, sc.kneeStep, sc.kneeWarmup, sc.kneeMaxInFlight, sc.kneeP99, 100*sc.kneeMaxErrs),
+			target, sc.kneeStep, sc.kneeWarmup, sc.kneeMaxInFlight, sc.kneeP99, 100*sc.kneeMaxErrs),
 		fmt.Sprintf("Uncapped: a %v closed-loop probe of the route with %d connections (no warm-up) gives the proxy's rate G; the knee steps are %g %% of G, from that rate up to %g x G.", sc.probe, sc.conns, 100*sc.uncappedStep, sc.uncappedTop),
 		fmt.Sprintf("Capped: -max-rate set to %.0f %% of the same repeat's uncapped knee (the proxy's own limit; %.0f %% of G when no uncapped step held), so the cap is below what the proxy can take, like a load generator's default throughput limit below the system's capacity; the ceiling is measured again under the cap, then the knee in steps of %.0f %% of the cap up to 2 x the cap.",
 			100*sc.capShare, 100*sc.capShare, 100*sc.cappedStep),
 		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling is invalid, the instrument's limit rather than the proxy's (manifest.Ceiling.Near, as the reporter's instrument_ceiling flag and `loadgen attack -knee -ceiling`).", 100*manifest.CeilingFraction),
 		fmt.Sprintf("Order: %d repeat(s), interleaved: uncapped then capped in every repeat (the cap comes from the repeat's uncapped knee).", repeats),
 		fmt.Sprintf("Host noise: /proc/stat is read every %v during a sample; a sample in which the hypervisor stole %.0f %% or more of some second of the loadgen's and proxy's CPUs is run again after the quiet gap, at most %d times in all (the last attempt stands, its worst second recorded as steal_share_worst; every retake is in the notes).",
-			cputime.StealEvery, 100*manifest.StealStarvedShare, stealAttempts),
+			cputime.StealEvery, 100*manifest.StealStarvedShare, study.StealAttempts),
 	}
 	r.Metrics = []studydata.Metric{
 		{Name: "ceiling_rps", Label: "instrument ceiling", Unit: "req/s", Better: "higher"},
@@ -102,95 +132,106 @@ func runCeiling(ctx context.Context, e *Env) error {
 	}
 	r.Groups = []studydata.Group{{Name: "", Label: "nginx → fast, " + pl.Summary()}}
 	r.Variants = []studydata.Variant{
-		{Name: ceilingUncapped, Label: "uncapped loadgen", Detail: "no -max-rate: the loadgen's own engine limit only"},
-		{Name: ceilingCapped, Label: "capped loadgen (-max-rate)", Detail: fmt.Sprintf("-max-rate = %.0f %% of the repeat's uncapped knee: a configured throughput limit below the proxy's capacity", 100*sc.capShare)},
+		{Name: variantUncapped, Label: "uncapped loadgen", Detail: "no -max-rate: the loadgen's own engine limit only"},
+		{Name: variantCapped, Label: "capped loadgen (-max-rate)", Detail: fmt.Sprintf("-max-rate = %.0f %% of the repeat's uncapped knee: a configured throughput limit below the proxy's capacity", 100*sc.capShare)},
 	}
-	r.Baseline = ceilingUncapped
-	r.Original = []studydata.Reference{{Variant: ceilingCapped, Metric: "knee_rps", Value: 5000, Unit: "req/s",
+	r.Baseline = variantUncapped
+	r.Original = []studydata.Reference{{Variant: variantCapped, Metric: "knee_rps", Value: 5000, Unit: "req/s",
 		Note: "the original lab's saturation campaign was invalidated: its load generator had a default throughput limit of 5,000 req/s, so the \"saturation\" it measured was the instrument's own ceiling"}}
 	r.Notes = []string{
 		"The ceiling is the open-loop engine's (a goroutine per connection, each send paced by its own timer), which sends fewer requests per CPU-second than the closed loop's epoll event loop: against the same trivial server its ceiling is the lower one, and it is the one a knee search meets.",
 		"In open loop a send the cap holds counts its latency from its intended send time (coordinated omission corrected), so a step above the cap breaks on sends it could not make in its window or on p99.",
 	}
-	if err := e.Save(); err != nil {
-		return err
-	}
-	if err := WaitHTTP(ctx, ceilingTarget, 30*time.Second); err != nil {
-		return fmt.Errorf("the stack's nginx → fast route %s: %w (start the stack: scripts/stack.sh up)", ceilingTarget, err)
-	}
+}
 
-	order := 0
-	var caps, cappedCeil, uncappedCeil, cappedRatio []float64
-	var uncappedRatio []float64
-	cappedInvalid, uncappedValid := 0, 0
-	for rep := 1; rep <= repeats && ctx.Err() == nil; rep++ {
-		var uncappedKnee, probe float64
-		for _, v := range []string{ceilingUncapped, ceilingCapped} {
-			if order > 0 {
-				select {
-				case <-time.After(sc.settle):
-				case <-ctx.Done():
-				}
-			}
-			order++
-			s := studydata.Sample{Variant: v, Repeat: rep, Order: order, Start: time.Now().UTC(), Values: map[string]float64{}}
-			maxRate := 0.0
-			if v == ceilingCapped {
-				base := uncappedKnee
-				if base <= 0 {
-					base = probe
-				}
-				maxRate = math.Round(sc.capShare * base)
-			}
-			var c *manifest.Ceiling
-			var knee, g float64
-			var why string
-			steal, err := retakeOnSteal(ctx, e, fmt.Sprintf("%s r%d", v, rep), pl.Loadgen.Union(pl.Proxy), sc.settle, func() error {
-				s.Start = time.Now().UTC()
-				var err error
-				c, knee, g, why, err = ceilingSample(ctx, e, sc, maxRate)
-				return err
-			})
-			s.End = time.Now().UTC()
-			if err != nil {
-				s.Error = err.Error()
-				if aerr := e.Add(s); aerr != nil {
-					return aerr
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				continue
-			}
-			reason, invalid := c.Near("knee", knee, manifest.CeilingFraction)
-			s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid),
-				"steal_share_worst": steal}
-			if maxRate == 0 {
-				s.Values["probe_rps"] = g
-			}
-			if err := e.Add(s); err != nil {
-				return err
-			}
-			e.Log.Info("ceiling sample", "variant", v, "repeat", rep, "ceiling_rps", int64(c.RPS), "knee_rps", knee, "max_rate", maxRate,
-				"invalid", invalid, "reason", reason, "knee_broke", why)
-			switch v {
-			case ceilingUncapped:
-				uncappedKnee, probe = knee, g
-				uncappedCeil, uncappedRatio = append(uncappedCeil, c.RPS), append(uncappedRatio, knee/c.RPS)
-				if !invalid {
-					uncappedValid++
-				}
-			case ceilingCapped:
-				caps, cappedCeil, cappedRatio = append(caps, maxRate), append(cappedCeil, c.RPS), append(cappedRatio, knee/c.RPS)
-				if invalid {
-					cappedInvalid++
-				}
+// tally is what the checks need from the samples.
+type tally struct {
+	order                                                      int // samples taken so far
+	caps, cappedCeil, uncappedCeil, cappedRatio, uncappedRatio []float64
+	cappedInvalid, uncappedValid                               int
+}
+
+// repeat takes repeat rep's two samples, uncapped then capped (the cap
+// comes from the repeat's uncapped knee).
+func (t *tally) repeat(ctx context.Context, e *study.Env, sc scale, rep int) error {
+	var uncappedKnee, probe float64
+	for _, v := range []string{variantUncapped, variantCapped} {
+		if t.order > 0 {
+			select {
+			case <-time.After(sc.settle):
+			case <-ctx.Done():
 			}
 		}
+		t.order++
+		maxRate := 0.0
+		if v == variantCapped {
+			base := uncappedKnee
+			if base <= 0 {
+				base = probe
+			}
+			maxRate = math.Round(sc.capShare * base)
+		}
+		knee, g, ok, err := t.sample(ctx, e, sc, v, rep, maxRate)
+		if err != nil {
+			return err
+		}
+		if ok && v == variantUncapped {
+			uncappedKnee, probe = knee, g
+		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	return nil
+}
+
+// sample measures variant v once under maxRate and adds it; ok is false
+// for a failed sample (added with its error).
+func (t *tally) sample(ctx context.Context, e *study.Env, sc scale, v string, rep int, maxRate float64) (knee, g float64, ok bool, err error) {
+	pl := e.Placement
+	s := studydata.Sample{Variant: v, Repeat: rep, Order: t.order, Start: time.Now().UTC(), Values: map[string]float64{}}
+	var c *manifest.Ceiling
+	var why string
+	steal, err := study.RetakeOnSteal(ctx, e, fmt.Sprintf("%s r%d", v, rep), pl.Loadgen.Union(pl.Proxy), sc.settle, func() error {
+		s.Start = time.Now().UTC()
+		var err error
+		c, knee, g, why, err = takeSample(ctx, e, sc, maxRate)
+		return err
+	})
+	s.End = time.Now().UTC()
+	if err != nil {
+		s.Error = err.Error()
+		if aerr := e.Add(s); aerr != nil {
+			return 0, 0, false, aerr
+		}
+		return 0, 0, false, ctx.Err()
 	}
+	reason, invalid := c.Near("knee", knee, manifest.CeilingFraction)
+	s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid),
+		"steal_share_worst": steal}
+	if maxRate == 0 {
+		s.Values["probe_rps"] = g
+	}
+	if err := e.Add(s); err != nil {
+		return 0, 0, false, err
+	}
+	e.Log.Info("ceiling sample", "variant", v, "repeat", rep, "ceiling_rps", int64(c.RPS), "knee_rps", knee, "max_rate", maxRate,
+		"invalid", invalid, "reason", reason, "knee_broke", why)
+	switch v {
+	case variantUncapped:
+		t.uncappedCeil, t.uncappedRatio = append(t.uncappedCeil, c.RPS), append(t.uncappedRatio, knee/c.RPS)
+		if !invalid {
+			t.uncappedValid++
+		}
+	case variantCapped:
+		t.caps, t.cappedCeil, t.cappedRatio = append(t.caps, maxRate), append(t.cappedCeil, c.RPS), append(t.cappedRatio, knee/c.RPS)
+		if invalid {
+			t.cappedInvalid++
+		}
+	}
+	return knee, g, true, nil
+}
+
+// check records the checks over the samples.
+func (t *tally) check(e *study.Env) error {
+	caps, cappedCeil, uncappedCeil := t.caps, t.cappedCeil, t.uncappedCeil
 	if len(caps) == 0 {
 		return fmt.Errorf("no capped sample was measured: see the samples' errors")
 	}
@@ -211,24 +252,24 @@ func runCeiling(ctx context.Context, e *Env) error {
 		"the uncapped ceiling is at least 1.5 x the cap in every repeat (uncapped %s req/s, caps %s req/s)", fmtList(uncappedCeil), fmtList(caps)); err != nil {
 		return err
 	}
-	if err := e.AddCheck("capped knee recognised as the instrument's", cappedInvalid == len(caps),
+	if err := e.AddCheck("capped knee recognised as the instrument's", t.cappedInvalid == len(caps),
 		"%d of %d capped knees are at or above %.0f %% of the capped ceiling and judged invalid (knee / ceiling %s)",
-		cappedInvalid, len(caps), 100*manifest.CeilingFraction, fmtList(cappedRatio)); err != nil {
+		t.cappedInvalid, len(caps), 100*manifest.CeilingFraction, fmtList(t.cappedRatio)); err != nil {
 		return err
 	}
 	// Judged on its own numbers: the same rule, which here finds the
 	// proxy's limit below the instrument's (a failure would be a true
 	// finding: the lab's instrument too close to its ceiling for nginx).
-	return e.AddCheck("uncapped knee judged on its own numbers", uncappedValid == len(uncappedCeil),
+	return e.AddCheck("uncapped knee judged on its own numbers", t.uncappedValid == len(uncappedCeil),
 		"%d of %d uncapped knees are below %.0f %% of the uncapped ceiling and stand as the proxy's (knee / ceiling %s)",
-		uncappedValid, len(uncappedCeil), 100*manifest.CeilingFraction, fmtList(uncappedRatio))
+		t.uncappedValid, len(uncappedCeil), 100*manifest.CeilingFraction, fmtList(t.uncappedRatio))
 }
 
-// ceilingSample measures one variant: the ceiling under maxRate, then the
+// takeSample measures one variant: the ceiling under maxRate, then the
 // knee of the stack's nginx → fast under the same cap; uncapped (maxRate 0)
 // a closed-loop probe of the route first sizes the knee's steps (g, its
 // rate). why is why the knee search stopped.
-func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64) (c *manifest.Ceiling, knee, g float64, why string, err error) {
+func takeSample(ctx context.Context, e *study.Env, sc scale, maxRate float64) (c *manifest.Ceiling, knee, g float64, why string, err error) {
 	pl := e.Placement
 	c, err = ceiling.Measure(ctx, ceiling.Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
 		Concurrency: sc.conns, MaxRate: maxRate, Warmup: sc.ceilWarmup, Window: sc.ceilWin, Open: true, Log: e.Log})
@@ -239,23 +280,23 @@ func ceilingSample(ctx context.Context, e *Env, sc ceilingScale, maxRate float64
 	if maxRate > 0 {
 		step, top = sc.cappedStep*maxRate, 2*maxRate
 	} else {
-		res, err := Measure(ctx, Load{URL: ceilingTarget, Conns: sc.conns, Duration: sc.probe})
+		res, err := study.Measure(ctx, study.Load{URL: target, Conns: sc.conns, Duration: sc.probe})
 		if err != nil {
-			return nil, 0, 0, "", fmt.Errorf("probe of %s: %w", ceilingTarget, err)
+			return nil, 0, 0, "", fmt.Errorf("probe of %s: %w", target, err)
 		}
 		if g = res.RPS(); g <= 0 {
-			return nil, 0, 0, "", fmt.Errorf("probe of %s: no response in %v (%d errors)", ceilingTarget, sc.probe, res.Errors)
+			return nil, 0, 0, "", fmt.Errorf("probe of %s: no response in %v (%d errors)", target, sc.probe, res.Errors)
 		}
 		step, top = sc.uncappedStep*g, sc.uncappedTop*g
 	}
 	step = math.Max(1, math.Round(step))
 	a := attack.New(attack.NewMetrics(prometheus.NewRegistry()))
-	s := attack.Spec{URL: ceilingTarget, MaxRate: maxRate, ExpectOrigin: "fast", Timeout: attack.DefaultTimeout,
+	s := attack.Spec{URL: target, MaxRate: maxRate, ExpectOrigin: "fast", Timeout: attack.DefaultTimeout,
 		Labels: attack.Labels{Proxy: "nginx", Origin: "fast", Scenario: "study"}}
 	last, steps, err := a.Knee(ctx, s, attack.KneeOptions{StartRate: step, Step: step, MaxRate: top, StepDuration: sc.kneeStep,
 		MaxInFlight: sc.kneeMaxInFlight, Warmup: sc.kneeWarmup, P99: sc.kneeP99, MaxErrorRatio: sc.kneeMaxErrs}, nil)
 	if err != nil {
-		return nil, 0, 0, "", fmt.Errorf("knee search against %s: %w", ceilingTarget, err)
+		return nil, 0, 0, "", fmt.Errorf("knee search against %s: %w", target, err)
 	}
 	why = "every step held"
 	if n := len(steps); n > 0 && !steps[n-1].Held {
@@ -284,11 +325,4 @@ func fmtList(xs []float64) string {
 		}
 	}
 	return out
-}
-
-func cpuList(s string) string {
-	if s == "" {
-		return "all"
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package study
+package scaleout
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 
 	"proxybench/internal/studydata"
 	"proxybench/loadgen/internal/attack"
+	"proxybench/loadgen/internal/study"
 )
 
-// scaleoutValues are LatencyValues with any status other than 200 counted
+// values are LatencyValues with any status other than 200 counted
 // as an error too (the body is a file that is always there).
-func scaleoutValues(res *attack.Result) map[string]float64 {
-	v := LatencyValues(res)
+func values(res *attack.Result) map[string]float64 {
+	v := study.LatencyValues(res)
 	bad := res.Errors
 	for code, n := range res.Codes {
 		if code != http.StatusOK {
@@ -28,9 +29,9 @@ func scaleoutValues(res *attack.Result) map[string]float64 {
 	return v
 }
 
-// scaleoutSample measures case c at rate and adds the sample; it returns
+// takeSample measures case c at rate and adds the sample; it returns
 // the result (nil when the sample failed and was added with its error).
-func scaleoutSample(ctx context.Context, e *Env, c soCase, ps []soProbe, group string, rate float64, rep int, tm soTiming) (*attack.Result, error) {
+func takeSample(ctx context.Context, e *study.Env, c testCase, ps []probe, group string, rate float64, rep int, tm timing) (*attack.Result, error) {
 	s := studydata.Sample{Group: group, Variant: c.Name, Repeat: rep, Start: time.Now().UTC()}
 	before, err := accountOf(ps)
 	if err != nil {
@@ -38,7 +39,7 @@ func scaleoutSample(ctx context.Context, e *Env, c soCase, ps []soProbe, group s
 		return nil, e.Add(s)
 	}
 	t0 := time.Now()
-	res, err := Measure(ctx, Load{URL: c.url(), Rate: rate, Warmup: tm.warm, Duration: tm.window})
+	res, err := study.Measure(ctx, study.Load{URL: c.url(), Rate: rate, Warmup: tm.warm, Duration: tm.window})
 	elapsed := time.Since(t0)
 	s.End = time.Now().UTC()
 	if ctx.Err() != nil {
@@ -53,7 +54,7 @@ func scaleoutSample(ctx context.Context, e *Env, c soCase, ps []soProbe, group s
 		s.Error = fmt.Sprintf("read the case's cgroups: %v", err)
 		return nil, e.Add(s)
 	}
-	v := scaleoutValues(res)
+	v := values(res)
 	var used time.Duration
 	worst := 0.0
 	for i := range ps {
@@ -71,11 +72,11 @@ func scaleoutSample(ctx context.Context, e *Env, c soCase, ps []soProbe, group s
 	return res, e.Add(s)
 }
 
-// scaleoutPairNotes counts, per rate, the repeats in which one case's p99
+// pairNotes counts, per rate, the repeats in which one case's p99
 // was below another's (samples paired by repeat): the facts behind "did
 // the proxy or the split help", kept also when the answer is no. The
 // reporter states the significance.
-func scaleoutPairNotes(rec *studydata.Record, rs []soRate, rates map[string]float64) []string {
+func pairNotes(rec *studydata.Record, rs []rateLevel, rates map[string]float64) []string {
 	pairs := [][2]string{{"B", "A"}, {"C", "A"}, {"C", "B"}}
 	var out []string
 	for _, r := range rs {
@@ -106,12 +107,12 @@ func scaleoutPairNotes(rec *studydata.Record, rs []soRate, rates map[string]floa
 	return out
 }
 
-// scaleoutSustainedNote says, per case, the smallest share of the offered
+// sustainedNote says, per case, the smallest share of the offered
 // rate a sample completed: below about 95 % the case fell behind and its
 // latencies are those of a growing queue.
-func scaleoutSustainedNote(rec *studydata.Record, rates map[string]float64) string {
+func sustainedNote(rec *studydata.Record, rates map[string]float64) string {
 	var parts []string
-	for _, c := range scaleoutCases {
+	for _, c := range cases {
 		worst, at := math.Inf(1), ""
 		for _, s := range rec.Samples {
 			if s.Variant != c.Name || s.Error != "" || rates[s.Group] <= 0 {
