@@ -36,7 +36,7 @@ import (
 	"proxybench/reporter/internal/build"
 	"proxybench/reporter/internal/diff"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/study"
 )

@@ -18,7 +18,7 @@ import (
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"proxybench/internal/promtest"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )

@@ -10,7 +10,7 @@ import (
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/placement"
 	"proxybench/reporter/internal/collect"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

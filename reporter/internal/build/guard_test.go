@@ -13,7 +13,7 @@ import (
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )

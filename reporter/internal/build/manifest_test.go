@@ -12,7 +12,7 @@ import (
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
 	"proxybench/reporter/internal/collect"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

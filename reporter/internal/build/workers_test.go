@@ -15,7 +15,7 @@ import (
 
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/promtest"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

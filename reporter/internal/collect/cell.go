@@ -11,7 +11,7 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/stats"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

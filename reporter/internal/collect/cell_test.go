@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"proxybench/internal/promtest"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/stack"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/stats"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 
