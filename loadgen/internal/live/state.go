@@ -77,9 +77,9 @@ type Point struct {
 	RPS        *float64 `json:"rps"`
 	P50        *float64 `json:"p50_s"`
 	P99        *float64 `json:"p99_s"`
-	ErrRPS     *float64 `json:"err_rps"`    // failures (5xx + transport errors) per second
-	Errors     *int64   `json:"errors"`     // the loadgen's count in the cell so far
-	ProxyCPU   *float64 `json:"proxy_cpu"`  // cores
+	ErrRPS     *float64 `json:"err_rps"`     // failures (5xx + transport errors) per second
+	Errors     *int64   `json:"errors"`      // the loadgen's count in the cell so far
+	ProxyCPU   *float64 `json:"proxy_cpu"`   // cores
 	LoadgenCPU *float64 `json:"loadgen_cpu"` // cores
 }
 

@@ -130,4 +130,3 @@ document.body.setAttribute("data-boxes", JSON.stringify(Array.from(document.quer
 		}
 	}
 }
-

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"proxybench/internal/metricdefs"
-	"proxybench/internal/stack"
 	"proxybench/internal/promapi"
+	"proxybench/internal/stack"
 	"proxybench/reporter/internal/report"
 )
 
