@@ -82,7 +82,7 @@ func Listen(ctx context.Context, addr, promURL string, x *plan.Expanded, log *sl
 		}
 	}()
 	go v.sample()
-	if ip := net.ParseIP(ln.Addr().(*net.TCPAddr).IP.String()); ip != nil && !ip.IsLoopback() {
+	if !ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
 		log.Warn("the live view listens beyond loopback: anyone who reaches it sees the run", "addr", v.addr)
 	}
 	return v, nil

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"strconv"
 	"time"
 
 	"proxybench/internal/manifest"
@@ -109,9 +110,9 @@ func rows(x *plan.Expanded) []CellRow {
 
 func loadText(c plan.Cell) string {
 	if c.Rate > 0 {
-		return c.Mode + " " + ftoa(c.Rate) + " req/s"
+		return c.Mode + " " + strconv.FormatFloat(c.Rate, 'g', -1, 64) + " req/s"
 	}
-	return c.Mode + " c=" + itoa(int64(c.Concurrency))
+	return c.Mode + " c=" + strconv.Itoa(c.Concurrency)
 }
 
 // ended copies the manifest's account of a cell into its row.
