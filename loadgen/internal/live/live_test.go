@@ -27,7 +27,7 @@ import (
 // or a row of its table.
 func TestQueriesReadKnownSeries(t *testing.T) {
 	for what, expr := range Queries("nginx", "fast", "simple") {
-		e, err := parser.ParseExpr(expr)
+		e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 		if err != nil {
 			t.Fatalf("%s: %s: %v", what, expr, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"html"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
