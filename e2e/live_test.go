@@ -47,14 +47,12 @@ func waitPage(t *testing.T, b *headless.Browser, within time.Duration, what stri
 	var p livePage
 	for deadline := time.Now().Add(within); ; time.Sleep(250 * time.Millisecond) {
 		p = livePage{}
-		if err := b.Eval(readPage, &p); err != nil {
-			t.Fatalf("read the page: %v", err)
-		}
-		if ok(p) {
+		err := b.Eval(readPage, &p) // fails while the page loads
+		if err == nil && ok(p) {
 			return p
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the page did not show %s within %s: %+v", what, within, p)
+			t.Fatalf("the page did not show %s within %s: %+v (%v)", what, within, p, err)
 		}
 	}
 }

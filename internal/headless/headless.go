@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/websocket"
@@ -73,6 +74,7 @@ func Open(ctx context.Context, bin, profile, url string, w, h int) (*Browser, er
 	args := append(flags(profile), "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
 		"--remote-allow-origins=http://127.0.0.1", fmt.Sprintf("--window-size=%d,%d", w, h), url)
 	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Close ends its helper processes too
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -168,14 +170,17 @@ func (b *Browser) Eval(expr string, out any) error {
 			Value json.RawMessage `json:"value"`
 		} `json:"result"`
 		ExceptionDetails *struct {
-			Text string `json:"text"`
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
 		} `json:"exceptionDetails"`
 	}
 	if err := b.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r); err != nil {
 		return err
 	}
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("evaluate %q: %s", expr, r.ExceptionDetails.Text)
+		return fmt.Errorf("evaluate %.60q...: %s %s", expr, r.ExceptionDetails.Text, r.ExceptionDetails.Exception.Description)
 	}
 	if out == nil || len(r.Result.Value) == 0 {
 		return nil
@@ -200,7 +205,7 @@ func (b *Browser) Close() {
 		b.ws.Close()
 	}
 	if b.cmd.Process != nil {
-		_ = b.cmd.Process.Kill()
+		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 		_ = b.cmd.Wait()
 	}
 }

@@ -126,6 +126,9 @@ func (t *tee) CellEnd(n, total int, c manifest.Cell) {
 	if i := n - 1; i >= 0 && i < len(t.v.st.Cells) {
 		t.v.st.Cells[i].ended(c)
 	}
+	if t.v.labels != nil { // an empty reading: the charts break between cells
+		t.v.addReading(Point{T: float64(time.Now().UnixMilli()) / 1000, Cell: c.ID})
+	}
 	t.v.st.Current, t.v.labels = nil, nil
 }
 
@@ -227,11 +230,16 @@ func (v *View) sample() {
 			if err != nil {
 				v.st.PromError = err.Error()
 			}
-			v.st.History = append(v.st.History, p)
-			if len(v.st.History) > maxHistory {
-				v.st.History = v.st.History[len(v.st.History)-maxHistory:]
-			}
+			v.addReading(p)
 		}
 		v.mu.Unlock()
+	}
+}
+
+// addReading keeps p in the history (v.mu held).
+func (v *View) addReading(p Point) {
+	v.st.History = append(v.st.History, p)
+	if len(v.st.History) > maxHistory {
+		v.st.History = v.st.History[len(v.st.History)-maxHistory:]
 	}
 }
