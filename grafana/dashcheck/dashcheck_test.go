@@ -350,4 +350,3 @@ func TestQueriesReadOnlyKnownSeries(t *testing.T) {
 		}
 	}
 }
-
