@@ -120,7 +120,8 @@ func TestViewWithoutPrometheus(t *testing.T) {
 	d.Progress(attack.Progress{RPS: 1234, Errors: 2, P99: 3 * time.Millisecond})
 	var st State
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if st = state(t, v); st.Live != nil || time.Now().After(deadline) {
+		// A tick between CellStart and Progress reads no progress yet.
+		if st = state(t, v); (st.Live != nil && st.Live.RPS != nil && *st.Live.RPS == 1234) || time.Now().After(deadline) {
 			break
 		}
 	}
