@@ -63,7 +63,8 @@ func startRun(t *testing.T, ctx context.Context, results, run string, args ...st
 	return cmd, lines
 }
 
-func waitLine(t *testing.T, lines <-chan string, substr string, within time.Duration) {
+// waitLine waits for a line holding substr and returns it.
+func waitLine(t *testing.T, lines <-chan string, substr string, within time.Duration) string {
 	t.Helper()
 	deadline := time.After(within)
 	for {
@@ -73,7 +74,7 @@ func waitLine(t *testing.T, lines <-chan string, substr string, within time.Dura
 				t.Fatalf("loadgen ended before printing %q", substr)
 			}
 			if strings.Contains(l, substr) {
-				return
+				return l
 			}
 		case <-deadline:
 			t.Fatalf("no %q within %s", substr, within)

@@ -139,8 +139,8 @@ func TestListenersLoopbackOnly(t *testing.T) {
 		}
 	}
 	// The proxies, their TLS ports and their metrics/status ports, the
-	// origins, the exporter, Prometheus and the loadgen.
-	for _, port := range []string{"8882", "9882", "8982", "8885", "9885", "8985", "8883", "9883", "8983", "8884", "9884", "8984", "9101", "9102", "9103", "9104", "9400", "9090", "9500"} {
+	// origins, the exporter, Prometheus, the loadgen and its live view.
+	for _, port := range []string{"8882", "9882", "8982", "8885", "9885", "8985", "8883", "9883", "8983", "8884", "9884", "8984", "9101", "9102", "9103", "9104", "9400", "9090", "9500", "9600"} {
 		if !seen[port] {
 			t.Errorf("no socket of the stack on port %s: the check did not see what it checks", port)
 		}

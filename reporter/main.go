@@ -33,10 +33,10 @@ import (
 	"time"
 
 	"proxybench/internal/atomicfile"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/build"
 	"proxybench/reporter/internal/diff"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/study"
 )

@@ -84,6 +84,9 @@ else
   fi
   cleanup() { [ $started = 1 ] && scripts/stack.sh stop; }
   prom=${PROM:-http://127.0.0.1:9090} lock=.cache/stack.lock in_lab=()
+  # The live view reads the Prometheus the report is built from (a
+  # -prometheus given to this script comes later and wins).
+  args=(-prometheus "$prom" "${args[@]}")
 fi
 trap cleanup EXIT
 # Ctrl-C reaches the loadgen too (same process group); it ends the cell and

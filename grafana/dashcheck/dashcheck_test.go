@@ -273,6 +273,12 @@ func TestQueriesReadOnlyKnownSeries(t *testing.T) {
 			recorded[r.Expr] = true
 		}
 	}
+	// The recorded names Go code reads (the dashboards, the loadgen's live view).
+	for _, name := range metricdefs.Recorded() {
+		if !recorded[name] {
+			t.Errorf("internal/metricdefs names %s, which no rule in prometheus/rules records", name)
+		}
+	}
 	files, err := LoadDir(dashDir)
 	if err != nil {
 		t.Fatal(err)

@@ -11,12 +11,12 @@ import (
 
 // Recorded series of prometheus/rules/traffic.rules.yml.
 const (
-	recRPS       = "proxy_origin_scenario:proxybench_requests:rate5s"
-	recClass     = "proxy_origin_scenario_class:proxybench_requests:rate5s"
-	recReason    = "proxy_origin_scenario_reason:proxybench_request_errors:rate5s"
-	recFailRatio = "proxy_origin_scenario:proxybench_request_failures:ratio_rate5s"
-	recQuantile  = "proxy_origin_scenario_quantile:proxybench_request_duration_seconds:histogram_quantile_rate5s"
-	recMean      = "proxy_origin_scenario:proxybench_request_duration_seconds:avg_rate5s"
+	recRPS       = metricdefs.RecRPS
+	recClass     = metricdefs.RecClass
+	recReason    = metricdefs.RecReason
+	recFailRatio = metricdefs.RecFailRatio
+	recQuantile  = metricdefs.RecQuantile
+	recMean      = metricdefs.RecMean
 )
 
 // trafficVars are the run/proxy/origin/scenario variables of the traffic

@@ -8,6 +8,8 @@ package plan
 import (
 	"fmt"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -83,6 +85,10 @@ type Plan struct {
 	// (stack.WorkerTargetsDir, mounted into the Prometheus container); ""
 	// = not written, and the workers' scrapes are not waited for.
 	PrometheusTargets string `yaml:"prometheus_targets" json:"prometheus_targets"`
+	// Dashboard is the listen address of the live view (loadgen/internal/live);
+	// DashboardOff turns it off. Prometheus is the base URL it reads.
+	Dashboard  string `yaml:"dashboard" json:"dashboard"`
+	Prometheus string `yaml:"prometheus" json:"prometheus"`
 	// Placement is which CPUs each role gets (internal/placement); the
 	// runner resolves it for the host and checks the stack follows it.
 	Placement placement.Spec `yaml:"placement" json:"placement"`
@@ -136,6 +142,8 @@ func Default() Plan {
 		CeilingMaxAge: Duration(30 * time.Minute),
 		Results:       "results",
 		MetricsAddr:   "127.0.0.1:9500",
+		Dashboard:     "127.0.0.1:9600",
+		Prometheus:    "http://127.0.0.1:9090",
 		Project:       "proxybench",
 		SLO:           SLO{P99: Duration(100 * time.Millisecond), ErrorRatio: 0.01},
 
@@ -200,6 +208,9 @@ func (p *Plan) Candidate() bool { return p.CandidateImage != "" || p.CandidateCo
 // Duet says whether the run is a duet: a candidate arm beside every cell.
 func (p *Plan) Duet() bool { return p.DuetCPUs > 0 || p.Candidate() }
 
+// DashboardOff as the dashboard address turns the live view off.
+const DashboardOff = "off"
+
 // Validate checks every field and reports all problems at once, each naming
 // the field, the bad value and what to do.
 func (p *Plan) Validate() error {
@@ -211,6 +222,14 @@ func (p *Plan) Validate() error {
 	}
 	if _, err := ParseTiers(p.Tier); err != nil {
 		bad("tier: %v", err)
+	}
+	if p.Dashboard != DashboardOff {
+		if _, _, err := net.SplitHostPort(p.Dashboard); err != nil {
+			bad("dashboard %q: want host:port (127.0.0.1:9600; port 0 = any free one) or %s", p.Dashboard, DashboardOff)
+		}
+		if u, err := url.Parse(p.Prometheus); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("prometheus %q: want http://host:port (the stack's is http://127.0.0.1:9090)", p.Prometheus)
+		}
 	}
 	checkNames(&errs, "proxies", p.Proxies, func(n string) error { _, err := stack.LookupProxy(n); return err })
 	checkNames(&errs, "origins", p.Origins, func(n string) error { _, err := stack.LookupOrigin(n); return err })

@@ -99,7 +99,7 @@ func (p *plain) Progress(attack.Progress) {}
 func (p *plain) CellEnd(n, total int, c manifest.Cell) {
 	args := []any{"n", fmt.Sprintf("%d/%d", n, total), "cell", c.ID, "status", c.Status}
 	if c.Status != manifest.CellSkipped {
-		args = append(args, "requests", c.Requests, "rps", int64(rps(c)+0.5), "p50", dur(secs(c.Latency.P50)),
+		args = append(args, "requests", c.Requests, "rps", int64(CellRPS(c)+0.5), "p50", dur(secs(c.Latency.P50)),
 			"p99", dur(secs(c.Latency.P99)), "max", dur(secs(c.Latency.Max)), "errors", c.Errors)
 		if c.Late > 0 {
 			args = append(args, "late", c.Late)
@@ -122,7 +122,7 @@ func Summary(c manifest.Cell) string {
 		return fmt.Sprintf("%s skipped: %s", c.ID, c.Reason)
 	}
 	s := fmt.Sprintf("%s %s: %d req, %s rps, p50 %s, p99 %s, max %s, errors %d",
-		c.ID, c.Status, c.Requests, si(rps(c)), dur(secs(c.Latency.P50)), dur(secs(c.Latency.P99)), dur(secs(c.Latency.Max)), c.Errors)
+		c.ID, c.Status, c.Requests, si(CellRPS(c)), dur(secs(c.Latency.P50)), dur(secs(c.Latency.P99)), dur(secs(c.Latency.Max)), c.Errors)
 	if c.Late > 0 {
 		s += fmt.Sprintf(", late %d", c.Late)
 	}
@@ -135,9 +135,9 @@ func Summary(c manifest.Cell) string {
 	return s
 }
 
-// rps is the cell's in-window requests over its planned window (late
+// CellRPS is the cell's in-window requests over its planned window (late
 // completions are not in it).
-func rps(c manifest.Cell) float64 {
+func CellRPS(c manifest.Cell) float64 {
 	w := c.End.Sub(c.Start).Seconds()
 	if w <= 0 {
 		return 0

@@ -120,7 +120,7 @@ func listenLocal(t *testing.T) net.Listener {
 // port the kernel picks, and no placement (pinning would confine the whole
 // test binary to the loadgen's CPUs).
 func args(t *testing.T, dir string, extra ...string) []string {
-	return append([]string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", "127.0.0.1:0", "-placement", "none",
+	return append([]string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", "127.0.0.1:0", "-dashboard", "off", "-placement", "none",
 		"-concurrency", "4", "-linger", "0s", "-preflight-wait", "0s", "-timeout", "1s", "-prometheus-targets", filepath.Join(dir, "targets")}, extra...)
 }
 

@@ -26,6 +26,7 @@ import (
 	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/fleet"
+	"proxybench/loadgen/internal/live"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/progress"
 	"proxybench/loadgen/internal/routecheck"
@@ -160,9 +161,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 		dc = c
 	}
 
+	display := progress.New(stderr, log, isTerminal(stderr), e.clock.Now)
+	var view *live.View
+	if p.Dashboard != plan.DashboardOff {
+		if view, err = live.Listen(ctx, p.Dashboard, p.Prometheus, x, log); err != nil {
+			fmt.Fprintf(stderr, "loadgen run: %v\n", err)
+			return ExitError
+		}
+		defer view.Close()
+		display = view.Wrap(display)
+		log.Info("live view", "url", view.URL(), "prometheus", p.Prometheus)
+	}
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
-		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(progress.New(stderr, log, isTerminal(stderr), e.clock.Now)), Clock: e.clock, Log: log,
+		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(display), Clock: e.clock, Log: log,
 		Host: hostinfo.Describe(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter, Seen: seen,
 	}
 	if x.Loadgens > 1 {
@@ -207,6 +219,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	log.Info("run", "id", p.Run, "cells", len(x.Cells), "takes_at_least", x.Estimate().Round(time.Second).String(),
 		"results", filepath.Join(p.Results, p.Run), "metrics", metricsAddr)
 	out, err := r.Run(ctx)
+	if view != nil {
+		if err != nil {
+			view.Finish(nil, filepath.Join(p.Results, p.Run))
+		} else {
+			view.Finish(out.Manifest, out.Dir)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen run: %v\n", err)
 		return ExitError

@@ -15,10 +15,10 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
+	"proxybench/internal/promapi"
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/promapi"
 	"proxybench/internal/promtest"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )

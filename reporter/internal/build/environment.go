@@ -9,8 +9,8 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/placement"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/collect"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

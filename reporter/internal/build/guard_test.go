@@ -12,8 +12,8 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )

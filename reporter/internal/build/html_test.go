@@ -6,13 +6,13 @@ import (
 	"html"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"proxybench/internal/headless"
 	"proxybench/reporter/internal/output"
 	"proxybench/reporter/internal/render"
 	"proxybench/reporter/internal/report"
@@ -20,12 +20,9 @@ import (
 
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("PROXYBENCH_CHROMIUM"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("chromium")
+	p, err := headless.Find()
 	if err != nil {
-		t.Skip("chromium not installed: run reporter/scripts/ensure-chromium.sh (make test-report-html does)")
+		t.Skip(err.Error() + " (make test-report-html does)")
 	}
 	return p
 }
@@ -34,14 +31,9 @@ func chromiumRun(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := headless.Run(ctx, bin, t.TempDir(), args...)
 	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+		t.Fatal(err)
 	}
 	return out
 }
@@ -125,22 +117,8 @@ document.body.setAttribute("data-boxes", JSON.stringify(Array.from(document.quer
 	if b := img.Bounds(); b.Dx() != 1400 || b.Dy() != 3000 {
 		t.Fatalf("screenshot %dx%d, want 1400x3000", b.Dx(), b.Dy())
 	}
-	colored, inked := 0, 0
-	b := img.Bounds()
-	for y := b.Min.Y; y < b.Max.Y; y += 2 {
-		for x := b.Min.X; x < b.Max.X; x += 2 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
-				inked++
-			}
-			if max3(r, g, bl)-min3(r, g, bl) > 0x3000 {
-				colored++
-			}
-		}
-	}
-	total := (b.Dx() / 2) * (b.Dy() / 2)
-	if float64(inked)/float64(total) < 0.03 || float64(colored)/float64(total) < 0.005 {
-		t.Fatalf("screenshot looks blank: %d of %d sampled pixels inked, %d coloured", inked, total, colored)
+	if inked, colored := headless.Ink(img); inked < 0.03 || colored < 0.005 {
+		t.Fatalf("screenshot looks blank: %.1f %% of sampled pixels inked, %.2f %% coloured", 100*inked, 100*colored)
 	}
 	if out := os.Getenv("PROXYBENCH_SCREENSHOT_DIR"); out != "" {
 		png, _ := os.ReadFile(shot)
@@ -151,6 +129,3 @@ document.body.setAttribute("data-boxes", JSON.stringify(Array.from(document.quer
 		}
 	}
 }
-
-func max3(a, b, c uint32) uint32 { return max(a, b, c) }
-func min3(a, b, c uint32) uint32 { return min(a, b, c) }

@@ -11,8 +11,8 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/manifest"
+	"proxybench/internal/promapi"
 	"proxybench/reporter/internal/collect"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/promapi"
 	"proxybench/internal/promtest"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/promapi"
 	"proxybench/internal/stats"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/promapi"
 	"proxybench/internal/promtest"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/promapi"
 	"proxybench/internal/stack"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/metricdefs"
-	"proxybench/reporter/internal/promapi"
+	"proxybench/internal/promapi"
 )
 
 // Window is one cell as the loadgen announced it in Prometheus.

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"proxybench/internal/metricdefs"
+	"proxybench/internal/promapi"
 	"proxybench/internal/stats"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 )
 

@@ -1,4 +1,5 @@
-// Package promapi owns the reporter's small Prometheus HTTP API client:
+// Package promapi owns the one small Prometheus HTTP API client (the
+// reporter's queries, the loadgen's live view):
 // instant and range queries decoded from JSON, floats and native histograms.
 // It uses net/http directly so that the reporter depends on the documented
 // wire format rather than on a client library's changing Go API.
