@@ -62,3 +62,30 @@ func TestLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupIsTheKeyWithoutIDAndRepeat: a Group encodes as its cells' Key
+// does without the id and the repeat, and its Key is each cell's GroupKey.
+func TestGroupIsTheKeyWithoutIDAndRepeat(t *testing.T) {
+	t.Parallel()
+	for _, k := range []Key{New("nginx", "fast", "simple", "quick", 2), NewArm("caddy", "go", "auth", "medium", ArmCandidate, 1)} {
+		var fields map[string]any
+		b, _ := json.Marshal(k)
+		if err := json.Unmarshal(b, &fields); err != nil {
+			t.Fatal(err)
+		}
+		delete(fields, "id")
+		delete(fields, "repeat")
+		want, _ := json.Marshal(fields)
+		var got map[string]any
+		gb, _ := json.Marshal(k.Group())
+		if err := json.Unmarshal(gb, &got); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := json.Marshal(got); string(g) != string(want) {
+			t.Errorf("group %s, key without id and repeat %s", g, want)
+		}
+		if k.Group().Key() != k.GroupKey() || k.GroupKey() == "" {
+			t.Errorf("group key %q, the cell's %q", k.Group().Key(), k.GroupKey())
+		}
+	}
+}
