@@ -22,7 +22,7 @@ import (
 	"proxybench/exporter/internal/containers"
 	"proxybench/exporter/internal/gcmetrics"
 	"proxybench/exporter/internal/info"
-	"proxybench/exporter/internal/logsource"
+	"proxybench/internal/logsource"
 	"proxybench/exporter/internal/nginxstatus"
 	"proxybench/internal/dockerx"
 	"proxybench/internal/metricsserver"

@@ -27,6 +27,9 @@ type Manifest struct {
 	Updated  time.Time         `json:"updated"`
 	Plan     json.RawMessage   `json:"plan,omitempty"`     // the expanded plan as the loadgen ran it
 	Versions map[string]string `json:"versions,omitempty"` // proxy -> version printed by its running binary
+	// ProxyConfig is, by proxy (a duet's candidate by its service), the
+	// parity settings its running process reported at the run's start.
+	ProxyConfig map[string]ProxyConfig `json:"proxy_config,omitempty"`
 	Host     Host              `json:"host"`
 	// Placement is the run's CPU placement, planned and measured
 	// (placement.go); nil in a manifest written before runs had one.
@@ -191,6 +194,12 @@ type Cell struct {
 	// instrument, each one's part (worker.go); nil for a cell of one
 	// loadgen.
 	Workers []Worker `json:"workers,omitempty"`
+
+	// GCTail is, for a Go proxy's cell, its file of sampled requests and
+	// GC cycles on the host's clock (package gctail), relative to the run's
+	// folder; GCTailError why there is none when one was wanted.
+	GCTail      string `json:"gc_tail,omitempty"`
+	GCTailError string `json:"gc_tail_error,omitempty"`
 }
 
 // LoadgenCPU is the loadgen's CPU capacity and its use over one window,

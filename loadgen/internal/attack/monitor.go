@@ -6,6 +6,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/reqsample"
 	"proxybench/loadgen/internal/load"
 )
 
@@ -165,6 +166,12 @@ func (r *run) result() *Result {
 		}
 		if lag != nil { // and so rec.lag: both kept in open loop only
 			lag.Merge(rec.lag)
+		}
+		if rec.samp != nil {
+			if res.Samples == nil {
+				res.Samples = &reqsample.Set{}
+			}
+			res.Samples.Merge(rec.samp.Set())
 		}
 	}
 	if res.TLS != nil {
