@@ -85,14 +85,6 @@ type TraefikAnswers struct {
 			} `json:"respondingTimeouts"`
 		} `json:"transport"`
 	}
-	Transports []struct {
-		Name                string `json:"name"`
-		MaxIdleConnsPerHost *int   `json:"maxIdleConnsPerHost"`
-		ForwardingTimeouts  struct {
-			DialTimeout           json.RawMessage `json:"dialTimeout"`
-			ResponseHeaderTimeout json.RawMessage `json:"responseHeaderTimeout"`
-		} `json:"forwardingTimeouts"`
-	}
 	Overview struct {
 		Features struct {
 			AccessLog bool `json:"accessLog"`
@@ -111,12 +103,12 @@ func readTraefik(ctx context.Context, e Engine, ctr dockerx.Container) (manifest
 	if err != nil {
 		return manifest.ProxyConfig{}, err
 	}
-	pc := manifest.ProxyConfig{Source: "Traefik's API (" + base + "/entrypoints, /http/serversTransports, /overview, /http/middlewares)"}
+	pc := manifest.ProxyConfig{Source: "Traefik's API (" + base + "/entrypoints, /overview, /http/middlewares)"}
 	var a TraefikAnswers
 	for _, q := range []struct {
 		path string
 		into any
-	}{{"/entrypoints", &a.EntryPoints}, {"/http/serversTransports", &a.Transports}, {"/overview", &a.Overview}, {"/http/middlewares", &a.Middlewares}} {
+	}{{"/entrypoints", &a.EntryPoints}, {"/overview", &a.Overview}, {"/http/middlewares", &a.Middlewares}} {
 		if err := apiGet(ctx, e, ctr, base+q.path, q.into); err != nil {
 			return pc, fmt.Errorf("traefik's API (compose/traefik routes api@internal on the metrics entrypoint): %w", err)
 		}
@@ -129,20 +121,10 @@ func readTraefik(ctx context.Context, e Engine, ctr dockerx.Container) (manifest
 // Traefik's defaults fill what it does not report.
 func ParseTraefik(a *TraefikAnswers, workers manifest.ConfigValue) map[string]manifest.ConfigValue {
 	v := map[string]manifest.ConfigValue{Workers: workers}
-	v[UpstreamPool] = val("2", "Go's default (no serversTransport)")
-	v[ConnectTimeout] = val("30s", "default dialTimeout")
-	v[ResponseTimeout] = val("none", "default responseHeaderTimeout")
-	for _, t := range a.Transports {
-		if t.Name != "default@internal" {
-			continue
-		}
-		if t.MaxIdleConnsPerHost != nil {
-			v[UpstreamPool] = val(strconv.Itoa(*t.MaxIdleConnsPerHost), "serversTransport default@internal maxIdleConnsPerHost")
-		} else {
-			v[UpstreamPool] = val("200", "default maxIdleConnsPerHost")
-		}
-		v[ConnectTimeout] = durRow(t.ForwardingTimeouts.DialTimeout, "dialTimeout", "30s")
-		v[ResponseTimeout] = durRow(t.ForwardingTimeouts.ResponseHeaderTimeout, "responseHeaderTimeout", "none")
+	// The static serversTransport (the upstream pool and its timeouts) is
+	// in no answer of Traefik 3's API.
+	for _, row := range []string{UpstreamPool, ConnectTimeout, ResponseTimeout} {
+		v[row] = na("Traefik's API does not report the static serversTransport")
 	}
 	v[ClientIdle] = val("180s", "default idleTimeout")
 	var idles, where []string

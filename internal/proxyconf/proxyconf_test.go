@@ -74,14 +74,13 @@ func TestParseHAProxy(t *testing.T) {
 }
 
 func TestParseTraefik(t *testing.T) {
-	// The shapes of Traefik 3's API answers for the repository's files.
+	// The shapes of Traefik 3.6's API answers for the repository's files.
 	var a TraefikAnswers
 	for _, x := range []struct {
 		js   string
 		into any
 	}{
 		{`[{"name":"traffic","transport":{"respondingTimeouts":{"readTimeout":"1m0s","idleTimeout":"1m0s"}}},{"name":"metrics","transport":{"respondingTimeouts":{"idleTimeout":"3m0s"}}}]`, &a.EntryPoints},
-		{`[{"name":"default@internal","maxIdleConnsPerHost":256,"forwardingTimeouts":{"dialTimeout":"5s","responseHeaderTimeout":"1m0s","idleConnTimeout":"1m0s"}}]`, &a.Transports},
 		{`{"features":{"tracing":"","metrics":"Prometheus","accessLog":false}}`, &a.Overview},
 		{`[{"name":"strip-origin@file","type":"stripprefixregex","status":"enabled"}]`, &a.Middlewares},
 	} {
@@ -94,7 +93,9 @@ func TestParseTraefik(t *testing.T) {
 	for k, v := range repoRows {
 		rows[k] = v
 	}
-	rows[TLSMin] = "n/a"
+	for _, row := range []string{TLSMin, UpstreamPool, ConnectTimeout, ResponseTimeout} {
+		rows[row] = "n/a"
+	}
 	want(t, "traefik", got, rows)
 }
 

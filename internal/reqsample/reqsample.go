@@ -1,7 +1,8 @@
 // Package reqsample owns sampling an attack's requests by their times on
-// the host's wall clock without slowing the attack: every Nth request into
-// a uniform reservoir, and every request slower than a running
-// high-latency threshold into a tail reservoir, both of bounded size; and
+// the host's wall clock without slowing the attack: every request into a
+// uniform reservoir, and every request slower than a running high-latency
+// threshold into a tail reservoir, both of bounded size (Algorithm L: one
+// comparison per request once full); and
 // the Set the samplers of an attack make together, which a cell's file
 // keeps (package gctail).
 //
@@ -13,6 +14,7 @@ package reqsample
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 )
@@ -38,9 +40,8 @@ type Set struct {
 	// threshold (each in Tail with weight TailSeen/len(Tail) of its sampler).
 	Seen     int64 `json:"seen"`
 	TailSeen int64 `json:"tail_seen"`
-	// Every is the uniform stride, TailQuantile the threshold's quantile
-	// of the running latencies (0..100).
-	Every        int     `json:"every"`
+	// TailQuantile is the threshold's quantile of the running latencies
+	// (0..100).
 	TailQuantile float64 `json:"tail_quantile"`
 	// TailThreshold is the highest of the samplers' last thresholds, ns:
 	// above it the tail holds every request the samplers saw (up to
@@ -58,17 +59,16 @@ func (s *Set) Merge(o *Set) {
 	s.Seen += o.Seen
 	s.TailSeen += o.TailSeen
 	s.TailThreshold = max(s.TailThreshold, o.TailThreshold)
-	if s.Every == 0 {
-		s.Every, s.TailQuantile = o.Every, o.TailQuantile
+	if s.TailQuantile == 0 {
+		s.TailQuantile = o.TailQuantile
 	}
 }
 
-// Defaults of an attack's samplers: every 8th request, the threshold the
-// running 98th percentile of the sampler's requests, refreshed every 256
-// requests (everything goes to the tail before the first refresh), and at
-// most 1<<15 requests in each reservoir of the whole attack.
+// Defaults of an attack's samplers: the tail's threshold is the running
+// 98th percentile of the sampler's requests, refreshed every 256 requests
+// (everything goes to the tail before the first refresh), and each
+// reservoir of the whole attack holds at most 1<<15 requests.
 const (
-	Every        = 8
 	TailQuantile = 98
 	Refresh      = 256
 	MaxPerAttack = 1 << 15
@@ -78,26 +78,34 @@ const (
 // (about 9 % wide), enough for a threshold and cheap to walk.
 const buckets = 64 * 8
 
+// reservoir is Algorithm L (Li, 1994): a uniform sample of at most cap of
+// the candidates offered, which after the first cap costs one comparison
+// per candidate and draws random numbers only for the few it keeps.
+type reservoir struct {
+	kept []Req
+	cap  int
+	seen int64   // candidates offered
+	next int64   // the candidate that replaces a kept one next (1-based)
+	w    float64 // Algorithm L's running W
+}
+
 // Sampler samples the requests one recorder sees.
 type Sampler struct {
-	every, n     uint32
 	count        uint32
 	thresh       int64 // ns; slower requests go to the tail
 	hist         [buckets]uint32
-	uni, tail    []Req
-	capacity     int
+	uni, tail    reservoir
 	seen         int64
-	uniSeen      int64 // every-Nth candidates
-	tailSeen     int64
 	rng          uint64
 	tailQuantile float64
 }
 
-// New makes a sampler of every Nth request keeping at most capacity
-// requests in each reservoir, its tail above the running tailQuantile
-// (0..100) of its requests' latencies; seed seeds its reservoirs' choices.
-func New(every, capacity int, tailQuantile float64, seed uint64) *Sampler {
-	return &Sampler{every: uint32(max(every, 1)), capacity: max(capacity, 1), rng: seed | 1, tailQuantile: tailQuantile}
+// New makes a sampler keeping at most capacity requests in each
+// reservoir, its tail above the running tailQuantile (0..100) of its
+// requests' latencies; seed seeds its reservoirs' choices.
+func New(capacity int, tailQuantile float64, seed uint64) *Sampler {
+	capacity = max(capacity, 1)
+	return &Sampler{uni: reservoir{cap: capacity}, tail: reservoir{cap: capacity}, rng: seed | 1, tailQuantile: tailQuantile}
 }
 
 // Add samples one completed request.
@@ -109,15 +117,50 @@ func (s *Sampler) Add(done time.Time, latency, inFlight time.Duration) {
 		s.thresh = s.quantile()
 	}
 	if int64(latency) > s.thresh {
-		s.tailSeen++
-		s.tail = s.keep(s.tail, s.tailSeen, done, latency, inFlight)
+		s.offer(&s.tail, done, latency, inFlight)
 	}
-	if s.n++; s.n >= s.every {
-		s.n = 0
-		s.uniSeen++
-		s.uni = s.keep(s.uni, s.uniSeen, done, latency, inFlight)
-	}
+	s.offer(&s.uni, done, latency, inFlight)
 }
+
+// offer offers one request to a reservoir.
+func (s *Sampler) offer(r *reservoir, done time.Time, latency, inFlight time.Duration) {
+	r.seen++
+	if len(r.kept) < r.cap {
+		r.kept = append(r.kept, Req{Done: done.UnixNano(), Latency: int64(latency), InFlight: int64(inFlight)})
+		if len(r.kept) == r.cap {
+			r.w = math.Exp(math.Log(s.uniform()) / float64(r.cap))
+			s.skip(r)
+		}
+		return
+	}
+	if r.seen < r.next {
+		return
+	}
+	r.kept[s.rand()%uint64(r.cap)] = Req{Done: done.UnixNano(), Latency: int64(latency), InFlight: int64(inFlight)}
+	r.w *= math.Exp(math.Log(s.uniform()) / float64(r.cap))
+	s.skip(r)
+}
+
+// skip draws the next candidate r keeps after the one just handled: a
+// geometric gap of parameter r.w.
+func (s *Sampler) skip(r *reservoir) {
+	gap := math.Floor(math.Log(s.uniform()) / math.Log1p(-r.w))
+	if gap > 1<<62 || math.IsNaN(gap) {
+		gap = 1 << 62
+	}
+	r.next = r.seen + int64(gap) + 1
+}
+
+// rand is xorshift64*: a few ns, no lock, no allocation.
+func (s *Sampler) rand() uint64 {
+	s.rng ^= s.rng >> 12
+	s.rng ^= s.rng << 25
+	s.rng ^= s.rng >> 27
+	return s.rng * 2685821657736338717
+}
+
+// uniform is a random number in (0, 1).
+func (s *Sampler) uniform() float64 { return (float64(s.rand()>>11) + 0.5) / (1 << 53) }
 
 // Threshold is the current tail threshold.
 func (s *Sampler) Threshold() time.Duration { return time.Duration(s.thresh) }
@@ -152,40 +195,23 @@ func lower(b int) int64 {
 	return int64(8+b%8) << (n - 4)
 }
 
-// keep is Algorithm R: the k-th candidate replaces a random kept one with
-// probability capacity/k once the reservoir is full.
-func (s *Sampler) keep(buf []Req, k int64, done time.Time, latency, inFlight time.Duration) []Req {
-	if len(buf) < s.capacity {
-		return append(buf, Req{Done: done.UnixNano(), Latency: int64(latency), InFlight: int64(inFlight)})
-	}
-	// xorshift64*: a few ns, no lock, no allocation.
-	s.rng ^= s.rng >> 12
-	s.rng ^= s.rng << 25
-	s.rng ^= s.rng >> 27
-	if j := int64((s.rng * 2685821657736338717) % uint64(k)); j < int64(s.capacity) {
-		buf[j] = Req{Done: done.UnixNano(), Latency: int64(latency), InFlight: int64(inFlight)}
-	}
-	return buf
+// Set is what the sampler kept, with each request's weight: how many of
+// the reservoir's candidates each kept one stands for.
+func (s *Sampler) Set() *Set {
+	out := &Set{Seen: s.seen, TailSeen: s.tail.seen, TailQuantile: s.tailQuantile, TailThreshold: s.thresh}
+	out.Uniform, out.Tail = s.uni.weighed(), s.tail.weighed()
+	return out
 }
 
-// Set is what the sampler kept, with each request's weight.
-func (s *Sampler) Set() *Set {
-	out := &Set{Seen: s.seen, TailSeen: s.tailSeen, Every: int(s.every), TailQuantile: s.tailQuantile, TailThreshold: s.thresh}
-	if n := len(s.uni); n > 0 {
-		w := float32(float64(s.seen) / float64(n))
-		out.Uniform = make([]Req, n)
-		for i, r := range s.uni {
-			r.W = w
-			out.Uniform[i] = r
-		}
+func (r *reservoir) weighed() []Req {
+	if len(r.kept) == 0 {
+		return nil
 	}
-	if n := len(s.tail); n > 0 {
-		w := float32(float64(s.tailSeen) / float64(n))
-		out.Tail = make([]Req, n)
-		for i, r := range s.tail {
-			r.W = w
-			out.Tail[i] = r
-		}
+	w := float32(float64(r.seen) / float64(len(r.kept)))
+	out := make([]Req, len(r.kept))
+	for i, q := range r.kept {
+		q.W = w
+		out[i] = q
 	}
 	return out
 }

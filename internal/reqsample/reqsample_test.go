@@ -16,11 +16,11 @@ func TestBuckets(t *testing.T) {
 }
 
 // TestSampler feeds 100,000 requests whose latency is their index in µs:
-// the uniform reservoir stands for all of them, the threshold settles at
-// the 98th percentile within a bucket, and the tail holds every request
-// above it.
+// the uniform reservoir holds all of them, the threshold settles at the
+// 98th percentile within a bucket, and the tail holds every request above
+// it.
 func TestSampler(t *testing.T) {
-	s := New(8, 1<<20, 98, 1)
+	s := New(1<<20, 98, 1)
 	t0 := time.Unix(1e9, 0)
 	const n = 100_000
 	for i := range n {
@@ -28,8 +28,8 @@ func TestSampler(t *testing.T) {
 		s.Add(t0.Add(time.Duration(i)*time.Millisecond), lat, lat/2)
 	}
 	set := s.Set()
-	if len(set.Uniform) != n/8 || set.Seen != n {
-		t.Fatalf("uniform %d of %d seen, want %d", len(set.Uniform), set.Seen, n/8)
+	if len(set.Uniform) != n || set.Seen != n {
+		t.Fatalf("uniform %d of %d seen, want all", len(set.Uniform), set.Seen)
 	}
 	var w float64
 	for _, r := range set.Uniform {
@@ -58,7 +58,7 @@ func TestSampler(t *testing.T) {
 // TestSamplerBounded: full reservoirs keep their size, allocate nothing
 // more, and weigh their requests by how many each stands for.
 func TestSamplerBounded(t *testing.T) {
-	s := New(1, 100, 50, 7)
+	s := New(100, 50, 7)
 	now := time.Now()
 	for i := range 10_000 {
 		s.Add(now, time.Duration(i%1000)*time.Microsecond, time.Microsecond)
@@ -72,6 +72,37 @@ func TestSamplerBounded(t *testing.T) {
 	}
 	if want := float32(set.Seen) / 100; set.Uniform[0].W != want {
 		t.Errorf("uniform weight %v, want %v", set.Uniform[0].W, want)
+	}
+}
+
+// TestReservoirUniform: a full reservoir keeps a uniform sample of all it
+// was offered (Algorithm L): 1,000 of 100,000 requests numbered by their
+// latency have a mean near 50,000 (the standard error is 913) and half of
+// them come from each half.
+func TestReservoirUniform(t *testing.T) {
+	s := New(1000, 100, 3)
+	now := time.Now()
+	const n = 100_000
+	for i := range n {
+		s.Add(now, time.Duration(i), 0)
+	}
+	set := s.Set()
+	if len(set.Uniform) != 1000 {
+		t.Fatalf("%d kept, want 1000", len(set.Uniform))
+	}
+	var sum float64
+	first := 0
+	for _, r := range set.Uniform {
+		sum += float64(r.Latency)
+		if r.Latency < n/2 {
+			first++
+		}
+	}
+	if mean := sum / 1000; mean < 46_000 || mean > 54_000 {
+		t.Errorf("mean of the kept %v, want about 50,000", mean)
+	}
+	if first < 440 || first > 560 {
+		t.Errorf("%d of 1000 kept from the first half, want about 500", first)
 	}
 }
 
@@ -96,7 +127,7 @@ func TestReqJSON(t *testing.T) {
 // BenchmarkAdd is what a sampled request costs the recorder that owns the
 // sampler, with full reservoirs (the steady state of a long window).
 func BenchmarkAdd(b *testing.B) {
-	s := New(Every, 1024, TailQuantile, 1)
+	s := New(1024, TailQuantile, 1)
 	now := time.Now()
 	for i := range 100_000 {
 		s.Add(now, time.Duration(100+i%500)*time.Microsecond, time.Millisecond)

@@ -80,7 +80,7 @@ func newRecorder(open bool) *recorder {
 // sample makes the recorder keep a sample of its requests' times
 // (Spec.SampleRequests), at most capacity in each reservoir.
 func (r *recorder) sample(capacity int, seed uint64) {
-	r.samp = reqsample.New(reqsample.Every, capacity, reqsample.TailQuantile, seed)
+	r.samp = reqsample.New(capacity, reqsample.TailQuantile, seed)
 }
 
 // openSend is how an open-loop request was sent: lag is the actual send
