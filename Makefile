@@ -108,7 +108,7 @@ perf: ## loadgen vs wrk vs hey vs vegeta on loopback, TLS vs wrk and h2 vs h2loa
 	@scripts/perf.sh
 	@TOOLS="loadgen wrk" TLS_TOOLS="" TOOL_CPU=0 ORIGIN_CPU=0 scripts/perf.sh # the tools beside the origin on one CPU, as make bench places the loadgen on 2 cores
 	@go test -run '^$$' -bench 'OpenLoopSchedule|DelayedHandlerOverhead' -benchtime 3x ./loadgen/internal/attack
-	@go test -run '^$$' -bench . -cpu 1 ./exporter/internal/gctrace
+	@go test -run '^$$' -bench . -cpu 1 ./internal/gctrace
 	@go test -run '^$$' -bench BenchmarkBuild80 -benchtime 5x ./reporter/internal/build
 	@go test -run '^$$' -bench . -benchmem ./origins/fast/fastserver
 

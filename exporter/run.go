@@ -22,9 +22,9 @@ import (
 	"proxybench/exporter/internal/containers"
 	"proxybench/exporter/internal/gcmetrics"
 	"proxybench/exporter/internal/info"
-	"proxybench/exporter/internal/logsource"
 	"proxybench/exporter/internal/nginxstatus"
 	"proxybench/internal/dockerx"
+	"proxybench/internal/logsource"
 	"proxybench/internal/metricsserver"
 )
 

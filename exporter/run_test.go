@@ -47,7 +47,7 @@ func TestSplitPrefixes(t *testing.T) {
 // gctrace capture being appended to a file, and scrapes it over HTTP.
 func TestServesGCTraceFromFile(t *testing.T) {
 	t.Parallel()
-	capture, err := os.ReadFile("internal/gctrace/testdata/go1.18.10.log")
+	capture, err := os.ReadFile("../internal/gctrace/testdata/go1.18.10.log")
 	if err != nil {
 		t.Fatal(err)
 	}

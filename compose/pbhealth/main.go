@@ -4,6 +4,9 @@
 // curl or sed being there.
 //
 //	pbhealth URL                     exits 0 when GET URL answers 2xx within 2 s
+//	pbhealth get URL                 the same, and writes the answer's body to
+//	                                 stdout (a proxy's own API, read by
+//	                                 exec: internal/proxyconf)
 //	pbhealth render SRC DST -- CMD…  writes SRC to DST with ${LISTEN_ADDR},
 //	                                 ${PROXY_WORKERS} and ${TLS_MIN_VERSION}
 //	                                 replaced by those variables' values,
@@ -50,11 +53,14 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pbhealth render: exec %s: %v\n", bin, err)
 		return 1
 	}
+	if len(args) == 2 && args[0] == "get" {
+		return get(args[1], os.Stdout, stderr)
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: pbhealth URL | pbhealth render SRC DST -- CMD [ARG...]")
+		fmt.Fprintln(stderr, "usage: pbhealth URL | pbhealth get URL | pbhealth render SRC DST -- CMD [ARG...]")
 		return 2
 	}
-	return probe(args[0], stderr)
+	return get(args[0], io.Discard, stderr)
 }
 
 // Placeholder is the token render requires: every listener's address.
@@ -111,7 +117,8 @@ func render(args []string, getenv func(string) string) ([]string, error) {
 	return argv, nil
 }
 
-func probe(url string, stderr io.Writer) int {
+// get asks url and copies a 2xx answer's body (at most 16 MiB) to out.
+func get(url string, out, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -125,9 +132,12 @@ func probe(url string, stderr io.Writer) int {
 		return 1
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode/100 != 2 {
 		fmt.Fprintf(stderr, "pbhealth: %s answered %s\n", url, resp.Status)
+		return 1
+	}
+	if _, err := io.Copy(out, io.LimitReader(resp.Body, 16<<20)); err != nil {
+		fmt.Fprintf(stderr, "pbhealth: %s: %v\n", url, err)
 		return 1
 	}
 	return 0

@@ -66,6 +66,10 @@ type Container struct {
 	Node      string
 	NodeAddr  string
 	OtherNode bool
+	// Cmd is the command its process was started with (path and
+	// arguments) and Env that process's environment; Inspect only.
+	Cmd []string
+	Env []string
 	// ExitCode and OOMKilled say how its last process ended (Inspect
 	// only; see ExitInfo).
 	ExitCode  int
@@ -292,7 +296,11 @@ func (c *Client) Inspect(ctx context.Context, id string) (Container, error) {
 		return Container{}, fmt.Errorf("inspect container %s: %w", short(id), err)
 	}
 	ctr := Container{ID: r.ID, Name: strings.TrimPrefix(r.Name, "/"), ImageID: r.Image}
+	if r.Path != "" {
+		ctr.Cmd = append([]string{r.Path}, r.Args...)
+	}
 	if r.Config != nil {
+		ctr.Env = r.Config.Env
 		ctr.Image = r.Config.Image
 		ctr.Labels = r.Config.Labels
 		ctr.Service = r.Config.Labels[LabelService]

@@ -30,7 +30,10 @@ type Manifest struct {
 	// in a manifest written before it had them: PlanSettings reads Plan then.
 	Settings *Settings         `json:"settings,omitempty"`
 	Versions map[string]string `json:"versions,omitempty"` // proxy -> version printed by its running binary
-	Host     Host              `json:"host"`
+	// ProxyConfig is, by proxy (a duet's candidate by its service), the
+	// parity settings its running process reported at the run's start.
+	ProxyConfig map[string]ProxyConfig `json:"proxy_config,omitempty"`
+	Host        Host                   `json:"host"`
 	// Placement is the run's CPU placement, planned and measured
 	// (placement.go); nil in a manifest written before runs had one.
 	Placement *Placement `json:"placement,omitempty"`
@@ -199,6 +202,11 @@ type Cell struct {
 	// shared: the counts, latency and ProxyCPUSeconds above are this arm's
 	// slices only, and Start, End and the CPU records the pair's window.
 	Slices *Slices `json:"slices,omitempty"`
+	// GCTail is, for a Go proxy's cell, its file of sampled requests and
+	// GC cycles on the host's clock (package gctail), relative to the run's
+	// folder; GCTailError why there is none when one was wanted.
+	GCTail      string `json:"gc_tail,omitempty"`
+	GCTailError string `json:"gc_tail_error,omitempty"`
 }
 
 // LoadgenCPU is the loadgen's CPU capacity and its use over one window,

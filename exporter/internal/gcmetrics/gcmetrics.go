@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"proxybench/exporter/internal/gctrace"
+	"proxybench/internal/gctrace"
 	"proxybench/internal/metricdefs"
 )
 

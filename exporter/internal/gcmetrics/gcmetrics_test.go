@@ -172,7 +172,7 @@ func TestLint(t *testing.T) {
 // the whole lines' marks and the torn lines' marks on lines of their own.
 func TestTornForcedMarksCount(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join("..", "gctrace", "testdata", "go1.26-torn-forced.log"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "gctrace", "testdata", "go1.26-torn-forced.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"proxybench/internal/reqsample"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/wire"
 )
@@ -185,8 +186,12 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 		t.TLS = cfg
 	}
 	n := min(r.maxWorkers, maxRecorders)
-	for range n {
-		r.recs = append(r.recs, newRecorder(r.pacer != nil, s.Split))
+	for i := range n {
+		rec := newRecorder(r.pacer != nil, s.Split)
+		if s.SampleRequests {
+			rec.sample(max(1024, reqsample.MaxPerAttack/n), uint64(i)+1)
+		}
+		r.recs = append(r.recs, rec)
 	}
 	obs := func(w int) wire.HandshakeObserver {
 		return &tlsObserver{rec: r.recs[w%len(r.recs)], times: &r.hsTimes, rm: r.rm}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/reqsample"
+
 	"proxybench/loadgen/internal/selfcpu"
 
 	"proxybench/loadgen/internal/load"
@@ -49,15 +51,35 @@ func BenchmarkRequest(b *testing.B) {
 
 // BenchmarkRecord is the accounting alone: what every request pays on top
 // of its I/O.
+// Sub-benchmark "sampled" adds Spec.SampleRequests' sampler (a
+// reservoir's worth of requests recorded first, so it is in its steady
+// state): the difference is its overhead per request.
 func BenchmarkRecord(b *testing.B) {
-	a, _ := newAttacker(b)
-	rm := a.m.forRun(Labels{"p", "o", "s"}, ProtoH1)
-	rec := newRecorder(false, nil)
-	res := wire.Response{Code: 200, Bytes: 100, OriginOK: true}
-	done := time.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		rec.record(rm, done, 1234*time.Microsecond, res, nil, nil, false)
+	for _, sampled := range []bool{false, true} {
+		name := "plain"
+		if sampled {
+			name = "sampled"
+		}
+		b.Run(name, func(b *testing.B) {
+			a, _ := newAttacker(b)
+			rm := a.m.forRun(Labels{"p", "o", "s"}, ProtoH1)
+			rec := newRecorder(false, nil)
+			res := wire.Response{Code: 200, Bytes: 100, OriginOK: true}
+			done := time.Now()
+			lat := func(i int) time.Duration { return time.Duration(200+i%1000) * time.Microsecond }
+			if sampled {
+				rec.sample(reqsample.MaxPerAttack, 1)
+				for i := range 1 << 20 {
+					rec.record(rm, done, lat(i), res, nil, nil, false)
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				rec.record(rm, done, lat(i), res, nil, nil, false)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/reqsample"
 )
 
 // Merge is the exact account of attacks run at once as one: a traffic
@@ -16,7 +17,7 @@ import (
 // ends with the last; the lag p99 is the worst part's (the parts' lag
 // histograms are not kept); the protocol and what TLS negotiated are the
 // first part's that has them, its handshakes the sum; workers of the parts
-// merge by index the same way. nil parts are skipped; nil when none is
+// merge by index the same way; the request samples add up. nil parts are skipped; nil when none is
 // left.
 func Merge(rs ...*Result) *Result {
 	var m *Result
@@ -72,6 +73,12 @@ func Merge(rs ...*Result) *Result {
 			} else {
 				m.Hist.Merge(r.Hist)
 			}
+		}
+		if r.Samples != nil {
+			if m.Samples == nil {
+				m.Samples = &reqsample.Set{}
+			}
+			m.Samples.Merge(r.Samples)
 		}
 		m.Workers = mergeWorkers(m.Workers, r.Workers)
 		mergeSplit(m, r)

@@ -6,6 +6,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/reqsample"
 	"proxybench/loadgen/internal/load"
 )
 
@@ -168,6 +169,12 @@ func (r *run) result() *Result {
 		}
 		if rec.split != nil {
 			rec.split.addTo(res)
+		}
+		if rec.samp != nil {
+			if res.Samples == nil {
+				res.Samples = &reqsample.Set{}
+			}
+			res.Samples.Merge(rec.samp.Set())
 		}
 	}
 	if res.TLS != nil {

@@ -8,6 +8,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"proxybench/internal/reqsample"
 	"proxybench/loadgen/internal/wire"
 )
 
@@ -52,6 +53,8 @@ type recorder struct {
 
 	hs handshakes // TLS: this recorder's workers' handshakes
 
+	samp *reqsample.Sampler // Spec.SampleRequests; nil when not asked
+
 	allRequests, allErrors int64 // warm-up included, for progress
 	codeCounters           map[int]prometheus.Counter
 
@@ -75,6 +78,12 @@ func newRecorder(open bool, split Splitter) *recorder {
 		r.lag = newLagHist()
 	}
 	return r
+}
+
+// sample makes the recorder keep a sample of its requests' times
+// (Spec.SampleRequests), at most capacity in each reservoir.
+func (r *recorder) sample(capacity int, seed uint64) {
+	r.samp = reqsample.New(capacity, reqsample.TailQuantile, seed)
 }
 
 // openSend is how an open-loop request was sent: lag is the actual send
@@ -131,6 +140,9 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 		}
 	}
 	r.interval.RecordValue(us) //nolint:errcheck // clamped into range above
+	if r.samp != nil {
+		r.samp.Add(done, latency, inFlight)
+	}
 	var ctr prometheus.Counter
 	if err != nil {
 		r.allErrors++

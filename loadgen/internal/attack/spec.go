@@ -18,6 +18,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/reqsample"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/wire"
 )
@@ -114,6 +115,12 @@ type Spec struct {
 
 	Labels Labels
 
+	// SampleRequests keeps a bounded sample of the window's requests with
+	// their send and completion times on the host's wall clock
+	// (Result.Samples, package reqsample), to join them with events of
+	// other clocks, such as a Go proxy's GC cycles.
+	SampleRequests bool
+
 	// StartAt, when set, is when the window begins: the attack sets up
 	// (its connections, for the loops that own theirs) and then waits for
 	// it before the first send. Several loadgen workers given one barrier
@@ -181,6 +188,10 @@ type Result struct {
 	// late ones included: microseconds, 1 µs .. 60 s, 3 significant
 	// figures, merged across workers.
 	Hist *hdrhistogram.Histogram
+
+	// Samples is the window's requests sampled by their times
+	// (Spec.SampleRequests), late ones included; nil when not asked.
+	Samples *reqsample.Set
 
 	// Workers is, for an attack several loadgen workers ran as one
 	// (package fleet), each worker's part, by index; nil for an attack of

@@ -61,6 +61,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 	if err == nil {
 		// Set after the warm-up: its attack has no edges of its own.
 		spec.OnEdge = ed.on
+		spec.SampleRequests = r.gcLogs(ctr) != nil
 		if sl != nil {
 			spec.OnEdge = func(end bool, at time.Time) {
 				ed.on(end, at)
@@ -91,6 +92,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		mc.WarmupStart = &warmStart
 	}
 	ed.record(&mc)
+	r.gcTail(ctx, c, ctr, res, &mc)
 	if res != nil {
 		workerRoles(mc.Contention, res.Workers)
 		mc.ScenarioData = scenarioData(c, &mc, per, pr)

@@ -187,7 +187,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	now := r.Clock.Now()
 	r.m = &manifest.Manifest{
 		Schema: manifest.SchemaVersion, Run: p.Run, Status: "running", Started: now, Updated: now,
-		Plan: planJSON, Settings: p.Settings(), Versions: map[string]string{}, Host: r.Host, Placement: placed, Ceiling: ceil, OpenCeiling: openCeil, Cells: []manifest.Cell{},
+		Plan: planJSON, Settings: p.Settings(), Versions: map[string]string{}, ProxyConfig: map[string]manifest.ProxyConfig{}, Host: r.Host, Placement: placed, Ceiling: ceil, OpenCeiling: openCeil, Cells: []manifest.Cell{},
 	}
 	if err := r.save(); err != nil {
 		return nil, err
@@ -463,6 +463,7 @@ func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string)
 		v = "unknown"
 	}
 	r.m.Versions[proxy] = v
+	r.readConfig(ctx, proxy, ctr)
 	return nil, &ctr
 }
 

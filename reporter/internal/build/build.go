@@ -179,6 +179,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 			mergeManifest(&cells[i], mc)
 		}
 	}
+	gcTails(cfg.RunDir, cells, byID)
 	if over := exceededCeilings(man, cells); len(over) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d cells went past the loadgen's own measured ceiling (%s): that measurement understated the instrument; every cell is still held to it, and those are flagged instrument_ceiling with both numbers.",
 			len(over), idList(over)))

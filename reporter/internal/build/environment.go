@@ -72,6 +72,9 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 		if v := manifestVersion(man, p); v != "" {
 			pe.Version = v
 		}
+		if w, ok := readWorkers(man, p); ok {
+			pe.Workers = w
+		}
 		if v, ok := cpu[p]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
 			pe.CPULimitCores = report.Num(v)
 		}
@@ -95,6 +98,7 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 			env.Host["memory"] = fmt.Sprintf("%.1f GiB", float64(h.MemBytes)/(1<<30))
 		}
 	}
+	env.Parity = parity(man, proxies)
 	return env
 }
 

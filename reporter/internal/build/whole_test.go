@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/internal/promapi"
 	"proxybench/internal/promtest"
 	"proxybench/reporter/internal/output"
-	"proxybench/reporter/internal/promapi"
 	"proxybench/reporter/internal/report"
 	"proxybench/reporter/internal/synth"
 )

@@ -213,6 +213,9 @@ func gcSection(r *report.Report) Section {
 	}
 	t.Notes = []string{"From the proxies' gctrace: STW = sweep termination + mark termination (wall clock), percentiles are histogram estimates, max is the upper bound of the highest bucket. GC CPU % is GC CPU seconds over duration × GOMAXPROCS; GC CPU is what GC took from the program (sweep and mark termination, mark assists, background mark workers), without the idle mark workers, which run only on processors that had nothing else to do (report.json's `idle_mark_cpu_seconds`). nginx and HAProxy are C programs without a GC."}
 	sec.Tables = append(sec.Tables, t)
+	if tt, ok := gcTailTable(goCells); ok {
+		sec.Tables = append(sec.Tables, tt)
+	}
 	sec.Text = append(sec.Text, gcTakeaways(goCells)...)
 	return sec
 }
@@ -359,8 +362,13 @@ func envSection(r *report.Report) Section {
 		}
 		t.Rows = append(t.Rows, []Cell{txt(p.Proxy), txt(v), txt(p.Image), txt(cpu), txt(mem), txt(p.Workers)})
 	}
-	t.Notes = []string{"Parity: every proxy on the same CPUs (placement below) with the same CPU limit and as many workers as it, keep-alive HTTP/1.1 upstream pools, no caching, no compression, no per-request disk logging, same timeouts."}
+	t.Notes = []string{"Parity: every proxy on the same CPUs (placement below) with the same CPU limit and as many workers as it; the settings each running proxy reported are in the parity table below (docs/parity.md explains them)."}
 	sec.Tables = append(sec.Tables, t)
+	if p := r.Environment.Parity; p != nil {
+		pt, warnings := parityTable(p)
+		sec.Tables = append(sec.Tables, pt)
+		sec.Text = append(sec.Text, warnings...)
+	}
 	sec.Tables = append(sec.Tables, placementTables(r.Environment.Placement)...)
 	sec.Tables = append(sec.Tables, isolationTable(r.Environment.Isolation))
 	if ct, ok := ceilingTable(r.Environment); ok {

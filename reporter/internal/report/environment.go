@@ -20,6 +20,18 @@ type Environment struct {
 	// Isolation states what pausing the other proxies isolates and what
 	// it does not.
 	Isolation Isolation `json:"isolation"`
+	// Parity is the parity settings the running proxies reported at the
+	// run's start; nil when the manifest has none.
+	Parity *Parity `json:"parity,omitempty"`
+}
+
+// Parity is the parity table read from the running proxies (package
+// proxyconf): each proxy's values by row, and a warning for each row on
+// which they differ.
+type Parity struct {
+	Proxies  []string                        `json:"proxies"`
+	Configs  map[string]manifest.ProxyConfig `json:"configs"`
+	Warnings []string                        `json:"warnings,omitempty"`
 }
 
 // ProxyEnv is one proxy's version and limits, read from the running stack.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/gctail"
 	"proxybench/internal/manifest"
 )
 
@@ -348,6 +349,10 @@ type GC struct {
 	PauseMax           Num `json:"stw_pause_max_seconds"` // bucket upper bound
 	LiveHeapMeanBytes  Num `json:"live_heap_mean_bytes"`
 	LiveHeapSlope      Num `json:"live_heap_slope_mb_per_min"`
+	// Tail is the join of the cell's sampled requests with its GC cycles
+	// (package gctail); nil when the run kept none, TailError why.
+	Tail      *gctail.Result `json:"tail,omitempty"`
+	TailError string         `json:"tail_error,omitempty"`
 }
 
 // TimeSeries are per-second samples over the window, T in seconds from start.

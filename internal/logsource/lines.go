@@ -1,7 +1,8 @@
 // Package logsource owns getting a Go program's stderr to a Sink line by
 // line: followed from Docker containers found by label (demultiplexed,
-// across restarts and engine outages, no line twice and none missed), or
-// read from a file or stdin for programs run outside Docker.
+// across restarts and engine outages, no line twice and none missed), read
+// once up to now (Read), or read from a file or stdin for programs run
+// outside Docker.
 package logsource
 
 import (

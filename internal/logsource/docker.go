@@ -362,3 +362,15 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// Read hands sink the log of ctr's current process from since (the
+// container's start when earlier) to the log's end now, once, without
+// following: what a run reads of a proxy's log at a cell's end.
+func Read(ctx context.Context, e Engine, ctr dockerx.Container, since time.Time, sink Sink) error {
+	if since.Before(ctr.StartedAt) {
+		since = ctr.StartedAt
+	}
+	st := &stream{sink: sink, start: ctr.StartedAt, seen: map[string]time.Time{}}
+	st.last[0], st.last[1] = since, since
+	return (&Docker{Engine: e}).catchUp(ctx, ctr.ID, ctr, st)
+}
