@@ -302,8 +302,10 @@ func sequentialDuet(t *testing.T, ctx context.Context, dc *dockerx.Client, proje
 		case mode == nil && sl != nil:
 			t.Errorf("%s: slices in a duet of a window per arm", c.ID)
 		case mode == nil:
-		case sl == nil || sl.Count != 4 || len(sl.Each) != 4:
-			t.Errorf("%s: slices %+v, want 4 of the pair's 8", c.ID, sl)
+		case sl == nil || sl.Count < 1 || sl.Count > 4 || len(sl.Each) != sl.Count:
+			// A slice whose switch took longer than the slice less the
+			// guard is not counted at all.
+			t.Errorf("%s: slices %+v, want up to 4 of the pair's 8", c.ID, sl)
 		case sl.SwitchMaxS <= 0 || sl.MeasuredS > 4*(0.25-0.1)+1e-9 || sl.MeasuredS <= 0:
 			// The guard starts when the switch returns: a slow switch
 			// shortens a slice's counted part, never lets it in.
