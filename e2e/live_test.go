@@ -148,7 +148,9 @@ func TestLiveView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inked, colored := headless.Ink(img); inked < 0.03 || colored < 0.002 {
+	// A blank page has neither; the charts' thin lines early in a run
+	// colour 0.1-0.3 % of the page.
+	if inked, colored := headless.Ink(img); inked < 0.03 || colored < 0.0005 {
 		t.Errorf("screenshot looks blank: %.1f %% inked, %.2f %% coloured", 100*inked, 100*colored)
 	}
 	if err := os.WriteFile(filepath.Join(results, run, "live.png"), shot, 0o644); err != nil {
