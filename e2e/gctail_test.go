@@ -11,7 +11,7 @@ import (
 type gcTailCell struct {
 	ID        string  `json:"id"`
 	DurationS float64 `json:"duration_seconds"`
-	GC *struct {
+	GC        *struct {
 		Cycles float64 `json:"cycles"`
 		Tail   *struct {
 			P99              float64 `json:"p99_seconds"`
