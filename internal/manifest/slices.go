@@ -2,8 +2,9 @@ package manifest
 
 import (
 	"math"
-	"slices"
 	"time"
+
+	"proxybench/internal/stats"
 )
 
 // Slices is how a sliced duet measured one arm: its pair's window
@@ -47,15 +48,7 @@ func (s *Slices) Typical(f func(Slice) float64) float64 {
 			xs = append(xs, v)
 		}
 	}
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(xs)
-	if n := len(xs); n%2 == 1 {
-		return xs[n/2]
-	} else {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
+	return stats.Median(xs)
 }
 
 // Goodput is a slice's responses with an expected status per second.

@@ -87,23 +87,32 @@ func (sp *split) addTo(res *Result) {
 		}
 	}
 	for i := range sp.parts {
-		p, out := &sp.parts[i], &res.Parts[i]
-		if out.Codes == nil {
-			out.Codes, out.ErrorReasons = map[int]int64{}, map[string]int64{}
-		}
-		out.Requests += p.requests
-		out.Errors += p.errors
-		for c, n := range p.codes {
-			out.Codes[c] += n
-		}
+		p := &sp.parts[i]
+		own := Part{Requests: p.requests, Errors: p.errors, Codes: p.codes, ErrorReasons: map[string]int64{}}
 		for r := range numReasons {
 			if n := p.reasons[r]; n > 0 {
-				out.ErrorReasons[reasonNames[r]] += n
+				own.ErrorReasons[reasonNames[r]] = n
 			}
 		}
+		res.Parts[i].add(own)
 	}
 	for i, h := range sp.hists {
 		res.GroupHists[i].Merge(h)
+	}
+}
+
+// add adds o's counts into p's.
+func (p *Part) add(o Part) {
+	if p.Codes == nil {
+		p.Codes, p.ErrorReasons = map[int]int64{}, map[string]int64{}
+	}
+	p.Requests += o.Requests
+	p.Errors += o.Errors
+	for c, n := range o.Codes {
+		p.Codes[c] += n
+	}
+	for r, n := range o.ErrorReasons {
+		p.ErrorReasons[r] += n
 	}
 }
 
@@ -111,16 +120,9 @@ func (sp *split) addTo(res *Result) {
 func mergeSplit(m, r *Result) {
 	for i := range r.Parts {
 		if i == len(m.Parts) {
-			m.Parts = append(m.Parts, Part{Codes: map[int]int64{}, ErrorReasons: map[string]int64{}})
+			m.Parts = append(m.Parts, Part{})
 		}
-		m.Parts[i].Requests += r.Parts[i].Requests
-		m.Parts[i].Errors += r.Parts[i].Errors
-		for c, n := range r.Parts[i].Codes {
-			m.Parts[i].Codes[c] += n
-		}
-		for c, n := range r.Parts[i].ErrorReasons {
-			m.Parts[i].ErrorReasons[c] += n
-		}
+		m.Parts[i].add(r.Parts[i])
 	}
 	for i, h := range r.GroupHists {
 		if i == len(m.GroupHists) {

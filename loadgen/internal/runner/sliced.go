@@ -215,19 +215,17 @@ func partOf(c plan.Cell) int {
 // and repeat, a first) in one window on the proxy's container ctr, and
 // puts the baseline's quota back after it.
 func (r *Runner) runPair(ctx context.Context, n int, a, b plan.Cell, ctr *dockerx.Container) (ma, mb manifest.Cell, died string) {
+	skip := func(reason string) (manifest.Cell, manifest.Cell, string) {
+		s := &manifest.Skip{Kind: manifest.SkipArm, Reason: "not run: " + reason}
+		return r.skipped(a, s), r.skipped(b, s), ""
+	}
 	q, ok := r.Docker.(Quota)
 	if r.Docker == nil || ctr == nil || !ok {
-		fail := func(c plan.Cell) manifest.Cell {
-			return r.skipped(c, &manifest.Skip{Kind: manifest.SkipArm, Reason: "not run: a sliced duet sets the proxy's CPU quota: run with Docker"})
-		}
-		return fail(a), fail(b), ""
+		return skip("a sliced duet sets the proxy's CPU quota: run with Docker")
 	}
 	was, err := q.NanoCPUs(ctx, ctr.ID)
 	if err != nil {
-		fail := func(c plan.Cell) manifest.Cell {
-			return r.skipped(c, &manifest.Skip{Kind: manifest.SkipArm, Reason: "not run: read the proxy's CPU quota: " + err.Error()})
-		}
-		return fail(a), fail(b), ""
+		return skip("read the proxy's CPU quota: " + err.Error())
 	}
 	n2 := int(2 * time.Duration(a.Duration) / time.Duration(r.Plan.DuetSlice))
 	sl := &slicer{slice: time.Duration(r.Plan.DuetSlice), guard: plan.SliceGuard, n: n2, first: partOf(a),
