@@ -150,3 +150,38 @@ func TestSequenceUnboundedAtFewValues(t *testing.T) {
 		t.Fatalf("12 zero differences: %+v, want [0, 0] and equivalent", iv)
 	}
 }
+
+// TestSliceRatioCancelsDrift: two arms' slices in ABBA order on a host
+// whose speed drifts by up to ±30 % between neighbouring slice pairs; the
+// candidate is 10 % slower than its neighbour in every pair. The ratio
+// of the arms' medians carries the drift, the slice-by-slice ratio is
+// exactly the 10 %; one slice the host stalled does not move it; a
+// series uses a pair's own ratio where it has one and ln(Cand/Base)
+// elsewhere.
+func TestSliceRatioCancelsDrift(t *testing.T) {
+	t.Parallel()
+	a := []float64{100, 120, 80, 125, 90, 110, 70, 130}
+	b := make([]float64, len(a))
+	for i := range a {
+		b[i] = 0.9 * a[i]
+	}
+	b[3] = 20 // a stall in one of the candidate's slices
+	if got := SliceRatio(a, b); math.Abs(got-math.Log(0.9)) > 1e-12 {
+		t.Fatalf("slice ratio %.4f, want ln 0.9 = %.4f", got, math.Log(0.9))
+	}
+	// The arms' own medians: the stall and the drift move them apart.
+	if armed := math.Log(stats.Median(b) / stats.Median(a)); math.Abs(armed-math.Log(0.9)) < 0.05 {
+		t.Fatalf("the arms' medians read %.4f: the sample shows no drift to cancel", armed)
+	}
+	if got := SliceRatio([]float64{1, math.NaN()}, []float64{math.NaN(), 2}); !math.IsNaN(got) {
+		t.Fatalf("no slice pair with both values: %g, want NaN", got)
+	}
+	s := Series{Base: []float64{100, 100, 100}, Cand: []float64{50, 50, 50}, Ratios: []float64{math.Log(0.9), math.NaN()}}
+	got := s.LogRatios()
+	want := []float64{math.Log(0.9), math.Log(0.5), math.Log(0.5)}
+	for i := range want {
+		if len(got) != len(want) || math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Fatalf("series log ratios %v, want %v", got, want)
+		}
+	}
+}

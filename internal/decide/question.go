@@ -45,6 +45,25 @@ type Series struct {
 	Absolute bool // compared on differences (the error ratio), not log ratios
 	Base     []float64
 	Cand     []float64
+	// Ratios, when set, is each pair's own log ratio in Base's order, for
+	// a pair whose ratio is better known than the ratio of its two values
+	// (an arm pair of a sliced duet: SliceRatio over its slices); a NaN
+	// entry, and every pair of a series without Ratios, is ln(Cand/Base).
+	Ratios []float64
+}
+
+// LogRatios is s's per-pair log ratios: a pair's own (Ratios) where it
+// has one, else ln(Cand/Base); pairs with neither are left out.
+func (s Series) LogRatios() []float64 {
+	var out []float64
+	for i := range min(len(s.Base), len(s.Cand)) {
+		if i < len(s.Ratios) && !math.IsNaN(s.Ratios[i]) && !math.IsInf(s.Ratios[i], 0) {
+			out = append(out, s.Ratios[i])
+			continue
+		}
+		out = append(out, LogRatios(s.Base[i:i+1], s.Cand[i:i+1])...)
+	}
+	return out
 }
 
 // Result is one metric's answer.
@@ -84,7 +103,7 @@ func One(s Series, alpha float64, o Options) Result {
 	if s.Absolute {
 		x = Differences(s.Base, s.Cand)
 	} else {
-		x = LogRatios(s.Base, s.Cand)
+		x = s.LogRatios()
 	}
 	var iv Interval
 	if o.Anytime {

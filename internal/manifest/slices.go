@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"proxybench/internal/decide"
 	"proxybench/internal/stats"
 )
 
@@ -49,6 +50,35 @@ func (s *Slices) Typical(f func(Slice) float64) float64 {
 		}
 	}
 	return stats.Median(xs)
+}
+
+// Values is f of each of the arm's slices in the order they ran (NaN
+// where f is unknown).
+func (s *Slices) Values(f func(Slice) float64) []float64 {
+	out := make([]float64, len(s.Each))
+	for i, e := range s.Each {
+		out[i] = f(e)
+	}
+	return out
+}
+
+// SliceMetrics are the metrics a sliced arm is measured by in every
+// slice, by their names in package decide: the ones a sliced pair is
+// compared on slice by slice (PairRatio).
+var SliceMetrics = map[string]func(Slice) float64{
+	decide.Goodput:       Slice.Goodput,
+	decide.CPUPerRequest: Slice.CPUPerRequest,
+}
+
+// PairRatio is the log ratio of metric name from arm a to arm b of one
+// sliced pair, slice by slice (decide.SliceRatio); NaN unless both arms
+// were sliced and name is measured per slice.
+func PairRatio(name string, a, b *Slices) float64 {
+	f := SliceMetrics[name]
+	if f == nil || a == nil || b == nil {
+		return math.NaN()
+	}
+	return decide.SliceRatio(a.Values(f), b.Values(f))
 }
 
 // Goodput is a slice's responses with an expected status per second.

@@ -188,9 +188,14 @@ func centring(pairs [][2]manifest.Cell) factors {
 			if p[0].Disturbance() != "" || p[1].Disturbance() != "" {
 				continue
 			}
-			a, b := gatedValue(name, &p[0]), gatedValue(name, &p[1])
-			if a > 0 && b > 0 {
-				sum, n = sum+math.Log(b/a), n+1
+			// The pair's ratio as the look decides it: a sliced pair's
+			// slice by slice.
+			r := manifest.PairRatio(name, p[0].Slices, p[1].Slices)
+			if a, b := gatedValue(name, &p[0]), gatedValue(name, &p[1]); math.IsNaN(r) && a > 0 && b > 0 {
+				r = math.Log(b / a)
+			}
+			if !math.IsNaN(r) {
+				sum, n = sum+r, n+1
 			}
 		}
 		if n == 0 {

@@ -152,8 +152,10 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 				sr.Better = +1
 			}
 			for _, r := range reps {
-				sr.Base = append(sr.Base, gatedValue(name, sd.base[r]))
-				sr.Cand = append(sr.Cand, gatedValue(name, sd.cand[r]))
+				a, b := sd.base[r], sd.cand[r]
+				sr.Base = append(sr.Base, gatedValue(name, a))
+				sr.Cand = append(sr.Cand, gatedValue(name, b))
+				sr.Ratios = append(sr.Ratios, manifest.PairRatio(name, a.Slices, b.Slices))
 			}
 			series, at = append(series, sr), append(at, k)
 		}
@@ -169,8 +171,9 @@ func (s *sequential) decide(done []manifest.Cell) []manifest.LookResult {
 // cell: goodput from the responses with an expected status, latency from
 // the exact histogram, the proxy's CPU per request from its cgroup's CPU
 // time over the responses; an arm of a sliced duet's goodput and CPU per
-// request in its typical slice (manifest.Slices.Typical). NaN when unknown
-// (the pair is left out).
+// request in its typical slice (manifest.Slices.Typical), though a sliced
+// pair is decided on its slice-by-slice ratio (manifest.PairRatio). NaN
+// when unknown (the pair is left out).
 func gatedValue(name string, c *manifest.Cell) float64 {
 	if sl := c.Slices; sl != nil && len(sl.Each) > 0 {
 		switch name {

@@ -349,7 +349,13 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		c.DurationS = report.Num(sl.MeasuredS)
 		c.SetProxyCPU(report.NaN(), "")
 		c.Sliced = &report.Sliced{Slices: sl.Count, SliceS: sl.SliceS, MeasuredS: sl.MeasuredS,
-			GoodputRPS: report.Num(sl.Typical(manifest.Slice.Goodput)), CPUPerRequest: report.Num(sl.Typical(manifest.Slice.CPUPerRequest))}
+			GoodputRPS: report.Num(sl.Typical(manifest.Slice.Goodput)), CPUPerRequest: report.Num(sl.Typical(manifest.Slice.CPUPerRequest)),
+			PerSlice: map[string][]report.Num{}}
+		for name, f := range manifest.SliceMetrics {
+			for _, v := range sl.Values(f) {
+				c.Sliced.PerSlice[name] = append(c.Sliced.PerSlice[name], report.Num(v))
+			}
+		}
 	}
 	c.WarmupStart = mc.WarmupStart // only the manifest knows when warm-up began
 	c.ScenarioData = mc.ScenarioData

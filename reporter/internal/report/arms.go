@@ -57,6 +57,12 @@ type Paired struct {
 	Gated bool `json:"gated,omitempty"`
 
 	base, arm []float64 // the pairs' values, for the decision
+	ratios    []float64 // a sliced pair's own log ratio (PairRatio), else NaN
+}
+
+// series is p's pairs as package decide takes them.
+func (p Paired) series(m GroupMetric) decide.Series {
+	return decide.Series{Name: m.Name, Better: m.Better, Absolute: Absolute(m.Name), Base: p.base, Cand: p.arm, Ratios: p.ratios}
 }
 
 // Significant says whether the change passes Holm's test at alpha.
@@ -205,7 +211,7 @@ func decideArm(out []ArmResult, closed map[string]bool, o decide.Options) {
 		gated := decide.Gated(closed[out[i].Key])
 		for name, p := range out[i].Metrics {
 			m, _ := Metric(name)
-			p.Decision.Result = decide.One(decide.Series{Name: name, Better: m.Better, Absolute: Absolute(name), Base: p.base, Cand: p.arm}, alpha, o)
+			p.Decision.Result = decide.One(p.series(m), alpha, o)
 			p.Gated = slices.Contains(gated, name)
 			out[i].Metrics[name] = p
 		}
@@ -214,16 +220,17 @@ func decideArm(out []ArmResult, closed map[string]bool, o decide.Options) {
 
 // comparePairs tests one metric over the usable pairs.
 func comparePairs(m GroupMetric, pairs [][2]*Cell) Paired {
-	var base, arm []float64
+	var base, arm, ratios []float64
 	for _, p := range pairs {
 		a, b := pairValues(m, p[0], p[1])
 		if !a.Known() || !b.Known() || (!Absolute(m.Name) && (a <= 0 || b <= 0)) {
 			continue
 		}
 		base, arm = append(base, float64(a)), append(arm, float64(b))
+		ratios = append(ratios, PairRatio(m.Name, p[0].Sliced, p[1].Sliced))
 	}
 	var t stats.TTest
-	out := Paired{N: len(base), base: base, arm: arm}
+	out := Paired{N: len(base), base: base, arm: arm, ratios: ratios}
 	if Absolute(m.Name) {
 		d := make([]float64, len(base))
 		for i := range base {
@@ -232,7 +239,7 @@ func comparePairs(m GroupMetric, pairs [][2]*Cell) Paired {
 		t = stats.OneSample(d)
 		out.Base, out.Arm = Num(stats.Mean(base)), Num(stats.Mean(arm))
 	} else {
-		t = stats.PairedLog(base, arm).Ratio()
+		t = stats.OneSample(out.series(m).LogRatios()).Ratio()
 		out.Base, out.Arm = Num(stats.GeoMean(base)), Num(stats.GeoMean(arm))
 	}
 	out.Change, out.CILow, out.CIHigh, out.P, out.PHolm = Num(t.Mean), Num(t.CILow), Num(t.CIHigh), Num(t.P), NaN()
