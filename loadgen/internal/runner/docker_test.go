@@ -242,29 +242,25 @@ func TestDockerArms(t *testing.T) {
 }
 
 // TestDockerSequentialDuet runs a sequential duet against a throwaway
-// proxy on the real engine (its candidate with a quarter of a core against
-// its two; the proxy is bound by its own latency, not its CPU): the
-// question "is the candidate's goodput worse by more than 20 %?" is
-// decided long before the plan's most pairs, so the run stops after a
-// whole ABBA block, with the looks recorded in the manifest and the plan
-// trimmed to the pairs measured. (What the answer is, on a real proxy, is
-// the e2e duet's and the bootstrap test's question.) The unit tests
-// share the host by design (make test runs packages side by side), so
-// the duet keeps the pairs the host disturbed (-keep-disturbed): with
-// them left out, a busy host could use up the plan's pairs undecided. Its
-// noise is the busy host's too (1 s cells of about 90 requests: the
-// interval was still [-6.8 %, +2.5 %] after 30 pairs in one make test),
-// so the question is asked at a 20 % margin, which such noise decides
-// in 10-14 pairs: the test is about when the duet stops, not how finely.
+// proxy on the real engine, a Python server its CPU limits (the candidate
+// has a quarter of a core against its two): "is the candidate's goodput
+// worse by more than 20 %?" must be answered worse long before the plan's
+// most pairs, so the run stops after a whole ABBA block, with the looks
+// recorded in the manifest and the plan trimmed to the pairs measured.
+// Then the same duet sliced, on the real engine's quota switches. The
+// unit tests share the host by design (make test runs packages side by
+// side), so the duet keeps the pairs the host disturbed
+// (-keep-disturbed), and the margin is wide: the test is about when the
+// duet stops and what a slice counts, not how finely it resolves.
 func TestDockerSequentialDuet(t *testing.T) {
 	t.Parallel()
 	ctx, dc, img := realEngine(t)
 	project := fmt.Sprintf("pbseq-test-%d", os.Getpid())
 	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
 	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
-	// A window per arm, then the same duet sliced: 250 ms slices, the
-	// quota switched 8 times in each pair's 2 s window.
-	for _, mode := range [][]string{nil, {"-duet-slice", "250ms"}} {
+	// A window per arm, then the same duet sliced: 500 ms slices, the
+	// quota switched 4 times in each pair's 2 s window.
+	for _, mode := range [][]string{nil, {"-duet-slice", "500ms"}} {
 		sequentialDuet(t, ctx, dc, project, proxyID, addr, mode)
 	}
 }
@@ -303,22 +299,34 @@ func sequentialDuet(t *testing.T, ctx context.Context, dc *dockerx.Client, proje
 	if n, _ := dc.NanoCPUs(ctx, proxyID); n != 2e9 {
 		t.Errorf("after the run the quota is %g", float64(n)/1e9)
 	}
+	// A slice whose switch (a Docker API call: 20-150 ms on a quiet
+	// host, 400 ms while other tests load the engine) left less than the
+	// slice past the guard is not counted at all, so a cell may have no
+	// slice; most must.
+	const slice, guard = 0.5, 0.1
+	counted := 0
 	for _, c := range m.Cells {
 		sl := c.Slices
 		switch {
 		case mode == nil && sl != nil:
 			t.Errorf("%s: slices in a duet of a window per arm", c.ID)
 		case mode == nil:
-		case sl == nil || sl.Count < 1 || sl.Count > 4 || len(sl.Each) != sl.Count:
-			// A slice whose switch took longer than the slice less the
-			// guard is not counted at all.
-			t.Errorf("%s: slices %+v, want up to 4 of the pair's 8", c.ID, sl)
-		case sl.SwitchMaxS <= 0 || sl.MeasuredS > 4*(0.25-0.1)+1e-9 || sl.MeasuredS <= 0:
+		case sl == nil || sl.Count > 2 || len(sl.Each) != sl.Count:
+			t.Errorf("%s: slices %+v, want up to 2 of the pair's 4", c.ID, sl)
+		case sl.Count == 0 && sl.SwitchMaxS < slice-guard:
+			t.Errorf("%s: no slice counted, yet the slowest switch took %.3f s of a %.1f s slice with a %.1f s guard", c.ID, sl.SwitchMaxS, slice, guard)
+		case sl.Count == 0:
+		case sl.SwitchMaxS <= 0 || sl.MeasuredS > float64(sl.Count)*(slice-guard)+1e-9 || sl.MeasuredS <= 0:
 			// The guard starts when the switch returns: a slow switch
 			// shortens a slice's counted part, never lets it in.
-			t.Errorf("%s: switch %.3f s, measured %.3f s of 4 slices of 250 ms less a guard of %.3f s", c.ID, sl.SwitchMaxS, sl.MeasuredS, sl.GuardS)
+			t.Errorf("%s: switch %.3f s, measured %.3f s of %d slices of %.1f s less a guard of %.3f s", c.ID, sl.SwitchMaxS, sl.MeasuredS, sl.Count, slice, sl.GuardS)
 		case c.Requests == 0 || c.ProxyCPUSeconds == nil:
 			t.Errorf("%s: %d requests, proxy CPU %v", c.ID, c.Requests, c.ProxyCPUSeconds)
+		default:
+			counted++
 		}
+	}
+	if mode != nil && 2*counted < len(m.Cells) {
+		t.Errorf("slices counted in %d cells of %d: the switches were too slow for most", counted, len(m.Cells))
 	}
 }
