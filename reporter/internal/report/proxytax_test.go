@@ -85,7 +85,9 @@ func nearEst(e Estimate, n int, mean, low, high float64) bool {
 }
 
 // close6 is a within a millionth of b.
-func close6(a Num, b float64) bool { return a.Known() && math.Abs(float64(a)-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+func close6(a Num, b float64) bool {
+	return a.Known() && math.Abs(float64(a)-b) <= 1e-6*math.Max(1, math.Abs(b))
+}
 
 // The direct control has no proxy: no proxy CPU or memory is missing.
 func TestJudgeDirectHasNoProxy(t *testing.T) {
