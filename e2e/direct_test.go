@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,7 @@ func TestDirectControl(t *testing.T) {
 	t.Logf("run and report in %s", time.Since(began).Round(time.Second))
 
 	var viaNginx, direct int64
+	var cad float64 // cAdvisor's CPU seconds of nginx's cells
 	for _, id := range []string{"nginx.fast.simple.4s.r1", "nginx.fast.simple.4s.r2", "direct.fast.simple.4s.r1", "direct.fast.simple.4s.r2"} {
 		c := cell(t, cells, id)
 		if c.Requests < 3000 { // 4000 offered
@@ -46,6 +48,7 @@ func TestDirectControl(t *testing.T) {
 			}
 		} else {
 			viaNginx += c.Requests
+			cad += cadvisorCPU(t, "nginx", c.Start.Add(-time.Second), c.End.Add(time.Second))
 		}
 	}
 	// nginx's counter also holds the warm-up-free cells' late completions,
@@ -87,6 +90,20 @@ func TestDirectControl(t *testing.T) {
 	}
 	if x.CPU.Mean == nil || *x.CPU.Mean <= 0 {
 		t.Errorf("nginx: CPU per request %s, want a positive one", x.CPU)
+	} else {
+		// The report's CPU is the proxy's cgroup counter read by the
+		// loadgen at each window's edges. cAdvisor reads the same
+		// container on its own, into Prometheus every second: its
+		// increase from a second before each nginx cell to a second after
+		// it holds the cell whole, plus up to two idle seconds (the
+		// health checks, the exporter's stub_status reads: a few
+		// per cent), per request of nginx's cells. Counting the direct
+		// cells' requests too would halve the report's number.
+		per := 1e6 * cad / float64(viaNginx)
+		t.Logf("nginx CPU per request: report %.1f µs, cAdvisor %.1f µs (%.3f s over %d requests)", *x.CPU.Mean, per, cad, viaNginx)
+		if d := per / *x.CPU.Mean; d < 0.8 || d > 1.5 {
+			t.Errorf("nginx CPU per request: the report says %.1f µs, cAdvisor's counter %.1f µs", *x.CPU.Mean, per)
+		}
 	}
 
 	md, err := os.ReadFile(filepath.Join(results, "direct", "report.md"))
@@ -160,4 +177,22 @@ func nginxRequests(t *testing.T, at time.Time) int64 {
 		t.Fatalf("%s at %s: %v, %v (is the stack up?)", metricdefs.NginxRequests.Name, at.Format(time.RFC3339), v, err)
 	}
 	return int64(v[0].Value)
+}
+
+// cadvisorCPU is the CPU seconds cAdvisor counted for service's
+// container from from to to (Prometheus, anchored at the samples
+// nearest the edges).
+func cadvisorCPU(t *testing.T, service string, from, to time.Time) float64 {
+	t.Helper()
+	c, err := promapi.New(promURL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := fmt.Sprintf(`sum(increase(%s{service=%q,cpu=~"total|"}[%s] anchored @ %s))`, metricdefs.ContainerCPUUsage.Name, service,
+		promapi.Duration(to.Sub(from)), promapi.FormatTime(to))
+	v, err := c.Query(context.Background(), q, to)
+	if err != nil || len(v) != 1 {
+		t.Fatalf("%s: %v, %v", q, v, err)
+	}
+	return v[0].Value
 }
