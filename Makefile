@@ -13,6 +13,7 @@ REPEATS     ?= 1
 MARGIN      ?= 0.05
 BUDGET      ?= 10m
 ISOLATE     ?= true
+DIRECT      ?=
 ORDER       ?= interleaved
 SEED        ?= 0
 PLAN        ?=
@@ -39,10 +40,10 @@ PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS MARGIN ISOLATE PLACEMENT LOADGENS DIST LAUNCH SWARM_NODES PLAN RUN RESULTS DASHBOARD)
+bench: ## the main job: stack up, the matrix, the report (TIER PROXIES ORIGINS SCENARIOS CONCURRENCY RATE REPEATS DIRECT MARGIN ISOLATE PLACEMENT LOADGENS DIST LAUNCH SWARM_NODES PLAN RUN RESULTS DASHBOARD)
 	@scripts/bench.sh $(call given,TIER,-tier '$(TIER)') $(call given,MARGIN,-margin '$(MARGIN)') $(call given,PROXIES,-proxies '$(call csv,$(PROXIES))') $(call given,ORIGINS,-origins '$(call csv,$(ORIGINS))') \
 	  $(call given,SCENARIOS,-scenarios '$(call csv,$(SCENARIOS))') $(call given,CONCURRENCY,-concurrency '$(CONCURRENCY)') $(call given,RATE,-rate '$(RATE)') $(call given,REPEATS,-repeats '$(REPEATS)') \
-	  $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(LAUNCH),-launch '$(LAUNCH)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)') $(if $(DASHBOARD),-dashboard '$(DASHBOARD)')
+	  $(if $(filter 1 true,$(DIRECT)),-direct) $(call given,ISOLATE,-isolate='$(ISOLATE)') $(call given,ORDER,-order '$(ORDER)') $(call given,SEED,-seed '$(SEED)') -results '$(RESULTS)' $(if $(PLACEMENT),-placement '$(PLACEMENT)') $(if $(LOADGENS),-loadgens '$(LOADGENS)') $(if $(DIST),-dist '$(DIST)') $(if $(LAUNCH),-launch '$(LAUNCH)') $(if $(PLAN),-plan '$(PLAN)') $(if $(RUN),-run '$(RUN)') $(if $(DASHBOARD),-dashboard '$(DASHBOARD)')
 
 # An observer study needs pairs: 10 unless REPEATS is given. A duet adds
 # pairs until every gated metric is decided at MARGIN or BUDGET is spent:

@@ -70,6 +70,28 @@ func LookupOrigin(name string) (Origin, error) {
 	return Origin{}, fmt.Errorf("unknown origin %q (known: %s)", name, strings.Join(DefaultOrigins(), ", "))
 }
 
+// Direct is the pseudo-proxy of the direct control cells: no proxy at
+// all, the loadgen straight to an origin's own host port (Origin.Port),
+// asking for the path the proxies' route /<origin>/<rest> forwards
+// (/<rest>). It is no entry of Proxies: nothing of it runs, is paused,
+// scraped or configured, and it wins nothing.
+const Direct = "direct"
+
+// IsDirect says whether proxy names the direct control.
+func IsDirect(proxy string) bool { return proxy == Direct }
+
+// DirectURL is the base URL of origin's own port on 127.0.0.1.
+func DirectURL(o Origin) string { return fmt.Sprintf("http://127.0.0.1:%d", o.Port) }
+
+// OriginPath is the path origin itself answers for path on a proxy: the
+// route /<origin>/<rest> forwards /<rest>. ok is false for a route a
+// proxy feature answers (/auth/<origin>/..., the rate limit's): it has no
+// direct equivalent.
+func OriginPath(origin, path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/"+origin+"/")
+	return "/" + rest, ok
+}
+
 // TLSURL is the address of path on origin through proxy's TLS port.
 func TLSURL(p Proxy, origin, path string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d/%s%s", p.TLSPort, origin, path)

@@ -9,6 +9,7 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/scenario"
+	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/load"
 )
 
@@ -42,7 +43,7 @@ type Expanded struct {
 
 // Expand lists the cells tier by tier (short cells first), then in rounds:
 // round r holds repeat r of every proxy x origin x scenario, proxy after
-// proxy (A B C D, A B C D, ...), so drift over the run spreads over every
+// proxy (A B C D, A B C D, ...), the direct control last when asked for, so drift over the run spreads over every
 // proxy instead of landing on one (order random shuffles the proxies and
 // their origins in every round, from the seed). Within a round a proxy's
 // cells stay together, so it is isolated once per round.
@@ -98,7 +99,7 @@ func (p *Plan) Expand() (*Expanded, error) {
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x70726f7879))
 	for ti := range tiers {
 		for r := 1; r <= p.Repeats; r++ {
-			for _, proxy := range p.shuffled(rng, p.Proxies) {
+			for _, proxy := range p.shuffled(rng, p.roundProxies()) {
 				for _, origin := range p.shuffled(rng, p.Origins) {
 					for si := range scs {
 						twin := control != nil && ti == 0 && control.Proxy == proxy && control.Origin == origin && control.si == si && p.controlRound(r)
@@ -224,6 +225,17 @@ func (p *Plan) arms(r int, twin bool) []string {
 		return []string{cellid.ArmControl, "", t}
 	}
 	return []string{t, "", cellid.ArmControl}
+}
+
+// roundProxies are the "proxies" of every round: the plan's, then the
+// direct control (stack.Direct) when the plan asks for it, so it is
+// measured in the same rounds as the proxies, with the same load, and
+// shuffled with them in order random.
+func (p *Plan) roundProxies() []string {
+	if !p.Direct {
+		return p.Proxies
+	}
+	return append(slices.Clone(p.Proxies), stack.Direct)
 }
 
 // shuffled is names in the plan's order, or shuffled by rng for order

@@ -35,10 +35,13 @@ const (
 // Plan is one run as the user asked for it. Field names are the YAML keys
 // and the flag names (with '-' for '_').
 type Plan struct {
-	Run       string   `yaml:"run" json:"run"`             // run id, default a UTC timestamp
-	Tier      string   `yaml:"tier" json:"tier"`           // quick|medium|soak|all or a comma list of durations
-	Proxies   []string `yaml:"proxies" json:"proxies"`     // in the order they run
-	Origins   []string `yaml:"origins" json:"origins"`     //
+	Run     string   `yaml:"run" json:"run"`         // run id, default a UTC timestamp
+	Tier    string   `yaml:"tier" json:"tier"`       // quick|medium|soak|all or a comma list of durations
+	Proxies []string `yaml:"proxies" json:"proxies"` // in the order they run
+	Origins []string `yaml:"origins" json:"origins"` //
+	// Direct adds the direct control (stack.Direct): every origin also
+	// measured with no proxy, in every round, as one more "proxy".
+	Direct    bool     `yaml:"direct" json:"direct,omitempty"`
 	Scenarios []string `yaml:"scenarios" json:"scenarios"` // internal/scenario names and groups
 
 	Mode        string  `yaml:"mode" json:"mode"`                     // closed|open|stages; "" picks from rate and stages (load.DefaultMode)
@@ -231,7 +234,19 @@ func (p *Plan) Validate() error {
 			bad("prometheus %q: want http://host:port (the stack's is http://127.0.0.1:9090)", p.Prometheus)
 		}
 	}
-	checkNames(&errs, "proxies", p.Proxies, func(n string) error { _, err := stack.LookupProxy(n); return err })
+	checkNames(&errs, "proxies", p.Proxies, func(n string) error {
+		if stack.IsDirect(n) {
+			return fmt.Errorf("%q is the direct control, not a proxy: ask for it with direct: true (-direct, make bench DIRECT=1)", n)
+		}
+		_, err := stack.LookupProxy(n)
+		return err
+	})
+	if p.Direct && (p.Duet() || p.Observer) {
+		bad("direct with a duet or an observer study: the direct control has no proxy to give a candidate or an arm; run it in a plain run")
+	}
+	if p.Direct && p.Dist == DistSwarm {
+		bad("direct with dist %s: the direct control reaches the origins on this host's ports; use dist %s", DistSwarm, DistLocal)
+	}
 	checkNames(&errs, "origins", p.Origins, func(n string) error { _, err := stack.LookupOrigin(n); return err })
 	checkNames(&errs, "scenarios", p.Scenarios, func(n string) error { _, err := scenario.Lookup(n); return err })
 

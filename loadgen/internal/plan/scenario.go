@@ -7,6 +7,7 @@ import (
 
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
+	"proxybench/internal/stack"
 )
 
 // Skip is why a planned cell will not run (nil: it runs), typed as the
@@ -40,4 +41,25 @@ func (p *Plan) applyScenario(c *Cell, sc *scenario.Scenario) {
 		c.Mode = c.Load.Name()
 	}
 	c.Skip = (*Skip)(sc.Skip(c.Proxy))
+	if stack.IsDirect(c.Proxy) && c.Skip == nil {
+		c.Skip = directPath(c, sc)
+	}
+}
+
+// directPath points a direct control cell at the origin's own path (the
+// one the proxies' route forwards); a skip when the scenario has no
+// direct equivalent: the origins speak cleartext HTTP/1.1 only, and a
+// route a proxy feature answers (auth, the rate limit) has nothing to be
+// compared with.
+func directPath(c *Cell, sc *scenario.Scenario) *Skip {
+	na := func(why string) *Skip { return &Skip{Kind: manifest.SkipNotApplicable, Reason: why} }
+	if sc.Secure() {
+		return na("the direct control: the origins speak cleartext HTTP/1.1 only, so there is no TLS, h2 or h3 without a proxy")
+	}
+	path, ok := stack.OriginPath(c.Origin, c.Path)
+	if !ok {
+		return na("the direct control: " + c.Path + " is answered by a proxy feature, which has no equivalent without a proxy")
+	}
+	c.Path = path
+	return nil
 }

@@ -45,6 +45,16 @@ func StackTarget(proxy string) (string, error) {
 	return fmt.Sprintf("http://127.0.0.1:%d", p.Port), nil
 }
 
+// StackDirectTarget is the real stack's origins on their own host ports
+// (stack.Direct): origin -> http://127.0.0.1:<port of the origin>.
+func StackDirectTarget(origin string) (string, error) {
+	o, err := stack.LookupOrigin(origin)
+	if err != nil {
+		return "", err
+	}
+	return stack.DirectURL(o), nil
+}
+
 // NewClient is the client of the checks: no environment proxy (traffic
 // must go straight to 127.0.0.1) and no keep-alive, so each check opens a
 // fresh connection and a proxy that stopped accepting is noticed.
@@ -57,9 +67,13 @@ func NewClient() *http.Client {
 	}
 }
 
-// CheckRoute sends GET <base>/<origin>/ and checks the answer.
+// CheckRoute sends GET <base>/<origin>/ and checks the answer; for the
+// direct control (stack.Direct, base the origin's own port) GET <base>/.
 func CheckRoute(ctx context.Context, c *http.Client, proxy, base, origin string, timeout time.Duration) Result {
 	r := Result{Proxy: proxy, Origin: origin, URL: base + "/" + origin + "/"}
+	if stack.IsDirect(proxy) {
+		r.URL = base + "/"
+	}
 	fail := func(short, format string, a ...any) Result {
 		r.Short, r.Reason = short, fmt.Sprintf("%s -> %s: ", proxy, origin)+fmt.Sprintf(format, a...)
 		return r

@@ -11,6 +11,7 @@ import (
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
+	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
@@ -147,10 +148,7 @@ func (r *Runner) spec(c plan.Cell) (attack.Spec, error) {
 	if sc.Secure() {
 		target = r.TLSTarget
 	}
-	base, err := target(c.Proxy)
-	if err == nil && r.candidateCell(c) {
-		base, err = shiftURL(base)
-	}
+	base, err := r.baseURL(c, target)
 	if err != nil {
 		return attack.Spec{}, err
 	}
@@ -232,16 +230,16 @@ func (r *Runner) proxyGone(ctx context.Context, ctr *dockerx.Container) string {
 // probeAfter re-checks the route after a cell that saw transport errors: a
 // proxy that stopped answering fails the cell even without Docker.
 func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
-	base, err := r.Target(c.Proxy)
-	if err == nil && r.candidateCell(c) {
-		base, err = shiftURL(base)
-	}
+	base, err := r.baseURL(c, r.Target)
 	if err != nil {
 		return ""
 	}
 	res := routecheck.CheckRoute(ctx, routecheck.NewClient(), c.Proxy, base, c.Origin, 2*time.Second)
 	if res.OK {
 		return ""
+	}
+	if stack.IsDirect(c.Proxy) {
+		return fmt.Sprintf("origin %s stopped answering on its own port (%s)", c.Origin, res.Short)
 	}
 	return fmt.Sprintf("proxy %s stopped answering (%s)", c.Proxy, res.Short)
 }

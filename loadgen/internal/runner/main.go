@@ -56,10 +56,12 @@ type env struct {
 	// folder (Runner.TLSTarget, Runner.TLSDir); unset: the stack's.
 	tlsTarget routecheck.Target
 	tlsDir    string
-	docker    func(context.Context) (Docker, error)
-	clock     Clock
-	display   func(progress.Display) progress.Display
-	metrics   net.Listener // when set, /metrics is served on it instead of -metrics-addr
+	// directTarget is the origins' own ports (Runner.DirectTarget).
+	directTarget routecheck.Target
+	docker       func(context.Context) (Docker, error)
+	clock        Clock
+	display      func(progress.Display) progress.Display
+	metrics      net.Listener // when set, /metrics is served on it instead of -metrics-addr
 	// ceiling measures the instrument's ceiling (ceiling.Resolve); nil:
 	// the run has none (the tests' fake stacks).
 	ceiling func(context.Context, ceiling.Options) (*manifest.Ceiling, error)
@@ -174,7 +176,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	}
 	r := &Runner{
 		Plan: x, Attacker: attack.New(am, attack.WithLogger(log)), Cells: cm, Docker: dc,
-		Target: e.target, TLSTarget: e.tlsTarget, TLSDir: e.tlsDir, Display: e.display(display), Clock: e.clock, Log: log,
+		Target: e.target, TLSTarget: e.tlsTarget, DirectTarget: e.directTarget, TLSDir: e.tlsDir, Display: e.display(display), Clock: e.clock, Log: log,
 		Host: hostinfo.Describe(ctx), Self: self, Placement: pl, ScrapedAfter: srv.ScrapedAfter, Seen: seen,
 	}
 	if x.Loadgens > 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/plan"
 	"proxybench/loadgen/internal/routecheck"
 )
@@ -11,16 +12,12 @@ import (
 // preflight checks the routes the proxy's runnable cells use at target,
 // retrying them up to wait.
 func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell, target routecheck.Target, wait time.Duration) map[string]routecheck.Result {
+	if stack.IsDirect(proxy) {
+		return r.preflightDirect(ctx, cells, wait)
+	}
 	out := map[string]routecheck.Result{}
 	base, err := target(proxy)
-	var origins []string
-	seen := map[string]bool{}
-	for _, c := range cells {
-		if c.Skip == nil && !seen[c.Origin] {
-			seen[c.Origin] = true
-			origins = append(origins, c.Origin)
-		}
-	}
+	origins := runnableOrigins(cells)
 	if err != nil {
 		for _, o := range origins {
 			out[o] = routecheck.Result{Reason: err.Error()}
@@ -35,4 +32,17 @@ func (r *Runner) preflight(ctx context.Context, proxy string, cells []plan.Cell,
 		}
 	}
 	return out
+}
+
+// runnableOrigins are the origins of the cells that run, in their order.
+func runnableOrigins(cells []plan.Cell) []string {
+	var origins []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if c.Skip == nil && !seen[c.Origin] {
+			seen[c.Origin] = true
+			origins = append(origins, c.Origin)
+		}
+	}
+	return origins
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"proxybench/internal/manifest"
+	"proxybench/loadgen/internal/plan"
 )
 
 func (r *Runner) finish(n int, mc manifest.Cell) {
@@ -82,4 +83,23 @@ func (r *Runner) linger(ctx context.Context, d time.Duration) {
 		return
 	}
 	r.Log.Info("final values scraped", "after", r.Clock.Now().Sub(start).Round(time.Millisecond).String())
+}
+
+// skipped is c as the manifest records a cell that sent no traffic, and
+// its series say so.
+func (r *Runner) skipped(c plan.Cell, skip *manifest.Skip) manifest.Cell {
+	mc := base(c)
+	mc.Status, mc.Reason, mc.Skip = manifest.CellSkipped, skip.Text(), skip
+	r.Cells.Skipped(r.labels(c))
+	return mc
+}
+
+// base is the manifest cell of c before it runs: its key and planned load.
+func base(c plan.Cell) manifest.Cell {
+	return manifest.Cell{
+		Key:  c.Key,
+		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
+		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
+		Codes: map[string]int64{}, Expected: c.Def.Statuses(),
+	}
 }

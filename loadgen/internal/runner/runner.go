@@ -20,6 +20,7 @@ import (
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
 	"proxybench/internal/placement"
+	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/attack"
 	"proxybench/loadgen/internal/cellmetrics"
 	"proxybench/loadgen/internal/plan"
@@ -84,6 +85,9 @@ type Runner struct {
 	// TLSTarget is proxy -> base URL of its TLS port (https://), where the
 	// TLS scenarios' cells go; default the stack's TLS ports.
 	TLSTarget routecheck.Target
+	// DirectTarget is origin -> base URL of its own port, where the
+	// direct control's cells go (direct.go); default the stack's.
+	DirectTarget routecheck.Target
 	// TLSDir holds the lab CA the TLS cells trust (internal/tlscert);
 	// default tlscert.DefaultDir.
 	TLSDir  string
@@ -151,6 +155,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	}
 	if r.TLSTarget == nil {
 		r.TLSTarget = routecheck.StackTLSTarget
+	}
+	if r.DirectTarget == nil {
+		r.DirectTarget = routecheck.StackDirectTarget
 	}
 	r.Target, r.TLSTarget = r.nodes.wrap(r.Target), r.nodes.wrap(r.TLSTarget)
 	if r.Clock == nil {
@@ -429,6 +436,9 @@ func (r *Runner) prepareProxy(ctx context.Context, iso *isolation, proxy string)
 	if r.Docker == nil {
 		return nil, nil
 	}
+	if stack.IsDirect(proxy) {
+		return r.prepareDirect(ctx, iso), nil
+	}
 	down := func(format string, a ...any) *manifest.Skip {
 		return &manifest.Skip{Kind: manifest.SkipProxy, Reason: fmt.Sprintf(format, a...)}
 	}
@@ -476,22 +486,6 @@ func (r *Runner) display() progress.Display {
 
 func (r *Runner) labels(c plan.Cell) cellmetrics.Cell {
 	return cellmetrics.Cell{Run: r.Plan.Run, Key: c.Key}
-}
-
-func (r *Runner) skipped(c plan.Cell, skip *manifest.Skip) manifest.Cell {
-	mc := base(c)
-	mc.Status, mc.Reason, mc.Skip = manifest.CellSkipped, skip.Text(), skip
-	r.Cells.Skipped(r.labels(c))
-	return mc
-}
-
-func base(c plan.Cell) manifest.Cell {
-	return manifest.Cell{
-		Key:  c.Key,
-		Mode: c.Mode, Concurrency: c.Concurrency, Rate: c.Rate, Path: c.Path,
-		DurationS: time.Duration(c.Duration).Seconds(), WarmupS: time.Duration(c.Warmup).Seconds(),
-		Codes: map[string]int64{}, Expected: c.Def.Statuses(),
-	}
 }
 
 var errNoResult = errors.New("the attack returned no result")

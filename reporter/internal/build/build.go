@@ -231,6 +231,7 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 	r.Support = report.SupportMatrix(man)
 	r.TLSCost = report.BuildTLSCost(r.Cells)
 	r.TLSHandshakes = report.BuildHandshakeSplit(r.Cells, r.NotRun)
+	r.ProxyTax = report.BuildProxyTax(r.Cells, cfg.Thresholds)
 	report.Tally(r)
 	return r, nil
 }

@@ -10,6 +10,7 @@ import (
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/placement"
 	"proxybench/internal/promapi"
+	"proxybench/internal/stack"
 	"proxybench/reporter/internal/collect"
 	"proxybench/reporter/internal/report"
 )
@@ -32,7 +33,7 @@ func environment(ctx context.Context, cfg Config, r *report.Report, man *manifes
 	seen := map[string]bool{}
 	var proxies []string
 	for _, c := range r.Cells {
-		if !seen[c.Proxy] {
+		if !seen[c.Proxy] && !stack.IsDirect(c.Proxy) { // the direct control has no proxy to describe
 			seen[c.Proxy] = true
 			proxies = append(proxies, c.Proxy)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/decide"
+	"proxybench/internal/stack"
 	"proxybench/reporter/internal/report"
 )
 
@@ -233,6 +234,9 @@ func groupIndex(r *report.Report) map[string]*report.Group {
 func axes(r *report.Report) (proxies, origins []string, st [][2]string) {
 	seenP, seenO, seenS := map[string]bool{}, map[string]bool{}, map[[2]string]bool{}
 	for _, c := range sortedCells(r) {
+		if stack.IsDirect(c.Proxy) { // the direct control competes with nobody (section 9)
+			continue
+		}
 		if !seenP[c.Proxy] {
 			seenP[c.Proxy] = true
 			proxies = append(proxies, c.Proxy)

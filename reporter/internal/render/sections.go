@@ -29,6 +29,9 @@ func Document(r *report.Report) Doc {
 	if sec, ok := scenarioSection(r); ok {
 		d.Sections = append(d.Sections, sec)
 	}
+	if sec, ok := proxyTaxSection(r); ok {
+		d.Sections = append(d.Sections, sec)
+	}
 	return d
 }
 

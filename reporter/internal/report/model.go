@@ -89,6 +89,9 @@ type Report struct {
 	// TLSHandshakes is each proxy's TLS handshake latency, full against
 	// resumed (handshakes.go).
 	TLSHandshakes []HandshakeSplit `json:"tls_handshakes,omitempty"`
+	// ProxyTax is what each proxy adds over the direct control: latency
+	// from the paired rounds, CPU per request (proxytax.go).
+	ProxyTax []ProxyTax `json:"proxy_tax,omitempty"`
 }
 
 // NotRun is a planned cell that sent no traffic (unsupported scenario,

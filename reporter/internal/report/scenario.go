@@ -1,6 +1,9 @@
 package report
 
-import "proxybench/internal/manifest"
+import (
+	"proxybench/internal/manifest"
+	"proxybench/internal/stack"
+)
 
 // Support statuses of a proxy x scenario pair.
 const (
@@ -32,6 +35,9 @@ func SupportMatrix(m *manifest.Manifest) []Support {
 	seen := map[key]*Support{}
 	var order []key
 	for _, c := range m.Cells {
+		if stack.IsDirect(c.Proxy) { // no proxy: the direct control supports nothing
+			continue
+		}
 		k := key{c.Proxy, c.Scenario}
 		s := seen[k]
 		if s == nil {

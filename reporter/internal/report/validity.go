@@ -10,6 +10,7 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/scenario"
+	"proxybench/internal/stack"
 )
 
 // Verdicts, from best to worst.
@@ -182,10 +183,12 @@ func Judge(c *Cell, th Thresholds, goProxy bool) {
 	}
 	// The exporter's series a gap in its scrapes left unknown are named by
 	// prometheus_gap.
-	if !c.ProxyRes.CPUMeanCores.Known() && !exGap {
+	// The direct control has no proxy container: no proxy CPU or memory.
+	noProxy := stack.IsDirect(c.Proxy)
+	if !c.ProxyRes.CPUMeanCores.Known() && !exGap && !noProxy {
 		missing = append(missing, metricdefs.ContainerCPUUsage.Name)
 	}
-	if !c.ProxyRes.MemMeanBytes.Known() && !exGap {
+	if !c.ProxyRes.MemMeanBytes.Known() && !exGap && !noProxy {
 		missing = append(missing, metricdefs.ContainerMemoryWorkingSet.Name)
 	}
 	if !c.LoadgenCPU.MeanCores.Known() {
@@ -236,10 +239,10 @@ func gapReason(c *Cell, g *Gap, goProxy bool) (string, string) {
 		}
 	}
 	var unknown []string
-	if !c.ProxyRes.CPUMeanCores.Known() {
+	if !c.ProxyRes.CPUMeanCores.Known() && !stack.IsDirect(c.Proxy) {
 		unknown = append(unknown, "proxy CPU")
 	}
-	if !c.ProxyRes.MemMeanBytes.Known() {
+	if !c.ProxyRes.MemMeanBytes.Known() && !stack.IsDirect(c.Proxy) {
 		unknown = append(unknown, "memory")
 	}
 	if goProxy && (c.GC == nil || !c.GC.Cycles.Known()) {
