@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,9 +120,18 @@ func listenLocal(t *testing.T) net.Listener {
 // private results dir (the workers' scrape targets beside it), a metrics
 // port the kernel picks, and no placement (pinning would confine the whole
 // test binary to the loadgen's CPUs).
+//
+// A closed loop is capped at 2000 req/s (-max-rate, unless a test gives
+// its own): uncapped, four connections to a local server keep both of the
+// host's CPUs busy for every second a test runs, beside the packages make
+// test runs with this one.
 func args(t *testing.T, dir string, extra ...string) []string {
-	return append([]string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", "127.0.0.1:0", "-dashboard", "off", "-placement", "none",
-		"-concurrency", "4", "-linger", "0s", "-preflight-wait", "0s", "-timeout", "1s", "-prometheus-targets", filepath.Join(dir, "targets")}, extra...)
+	a := []string{"-run", "t1", "-results", dir, "-isolate=false", "-metrics-addr", "127.0.0.1:0", "-dashboard", "off", "-placement", "none",
+		"-concurrency", "4", "-linger", "0s", "-preflight-wait", "0s", "-timeout", "1s", "-prometheus-targets", filepath.Join(dir, "targets")}
+	if !slices.Contains(extra, "-max-rate") {
+		a = append(a, "-max-rate", "2000")
+	}
+	return append(a, extra...)
 }
 
 var _ Attacker = (*attack.Attacker)(nil)
