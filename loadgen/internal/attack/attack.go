@@ -185,11 +185,18 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 		}
 		t.TLS = cfg
 	}
+	engine := a.Engine(s)
 	n := min(r.maxWorkers, maxRecorders)
+	// The attack's sample is shared by the recorders that get requests:
+	// the event loop feeds one per shard (a CPU), not one per worker.
+	fed := n
+	if engine == EngineEvLoop {
+		fed = min(n, runtime.GOMAXPROCS(0))
+	}
 	for i := range n {
 		rec := newRecorder(r.pacer != nil, s.Split)
 		if s.SampleRequests {
-			rec.sample(max(1024, reqsample.MaxPerAttack/n), uint64(i)+1)
+			rec.sample(max(1024, reqsample.MaxPerAttack/fed), uint64(i)+1)
 		}
 		r.recs = append(r.recs, rec)
 	}
@@ -202,7 +209,6 @@ func (a *Attacker) prepare(s *Spec) (*run, error) {
 		return nil, err
 	}
 	r.req = req
-	engine := a.Engine(s)
 	r.evloop = engine == EngineEvLoop
 	switch engine {
 	case EngineH2:

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
+	"proxybench/internal/reqsample"
 	"proxybench/loadgen/internal/load"
 	"proxybench/loadgen/internal/wire"
 	"proxybench/loadgen/internal/wire/wiretest"
@@ -150,5 +152,27 @@ func TestErrorReasons(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEvLoopSampleUsesTheAttacksShare: the event loop feeds one recorder
+// per shard (a CPU), not one per connection, so its few recorders share
+// the attack's whole sample (reqsample.MaxPerAttack): with 64 connections
+// on one shard, a per-connection share (512) would keep only 1024 of the
+// attack's requests, a thirty-second of what the sample is sized for.
+func TestEvLoopSampleUsesTheAttacksShare(t *testing.T) {
+	srv := newCounted(t, hello)
+	a, _ := newAttacker(t)
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	res := mustRun(t, a, Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 64, Duration: 1500 * time.Millisecond}, SampleRequests: true})
+	if a.Engine(&Spec{URL: srv.URL + "/", Load: load.Closed{Connections: 64, Duration: time.Second}}) != EngineEvLoop {
+		t.Skip("the event loop is not this host's closed-loop engine")
+	}
+	if res.Samples == nil || res.Requests < 4096 {
+		t.Fatalf("%d requests, samples %v: too few to tell", res.Requests, res.Samples != nil)
+	}
+	if got, want := len(res.Samples.Uniform), int(min(res.Requests, reqsample.MaxPerAttack)); got < want*9/10 {
+		t.Errorf("uniform sample holds %d of %d requests, want about %d", got, res.Requests, want)
 	}
 }
