@@ -48,7 +48,7 @@ fi
 say "swarm stack up after $((SECONDS - t0)) s"
 mkdir -p .cache/logs/e2e
 set +e
-PROXYBENCH_SWARM=1 go test -tags e2e -count=1 -timeout 5m -v -run '^TestSwarm' ./e2e/ >.cache/logs/e2e/swarm.log 2>&1
+PROXYBENCH_SWARM=1 go test -tags e2e -count=1 -vet=off -timeout 5m -v -run '^TestSwarm' ./e2e/ >.cache/logs/e2e/swarm.log 2>&1
 rc=$?
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
@@ -103,7 +103,7 @@ export PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090
 mkdir -p .cache/logs/e2e
 log=.cache/logs/e2e/go-test.log
 set +e
-go test -tags e2e -count=1 -p 1 -timeout 15m -v -skip '^TestSwarm' ./e2e/... >"$log" 2>&1
+go test -tags e2e -count=1 -vet=off -p 1 -timeout 15m -v -skip '^TestSwarm' ./e2e/... >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
