@@ -220,6 +220,51 @@ func TestDistAndShow(t *testing.T) {
 	}
 }
 
+// -show answers what scripts/bench.sh and scripts/arms.sh need of a run
+// from the one flag parser: both flag forms, the plan file's path, the
+// defaults, and the run id the run would generate (RunID of its start).
+func TestShowKeys(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(f, []byte("results: planres\nplacement:\n  proxy: \"1\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const gen = "20261130T051500Z" // now, as the run id it generates
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-show", "results,run,plan"}, "results=results\nrun=" + gen + "\nplan="},
+		{[]string{"-show", "run"}, gen},
+		{[]string{"-results", "/tmp/r", "-run", "x1", "-show", "results,run"}, "results=/tmp/r\nrun=x1"},
+		{[]string{"-results=/tmp/r", "--run=x1", "-show=results,run"}, "results=/tmp/r\nrun=x1"},
+		{[]string{"--results", "a=b", "-show", "results"}, "a=b"},
+		{[]string{"-plan", f, "-show", "results,plan,placement,dist"}, "results=planres\nplan=" + f + "\nplacement=custom\ndist=local"},
+		{[]string{"-plan=" + f, "-results", "flagres", "-placement", "none", "-show", "results,placement"}, "results=flagres\nplacement=none"},
+		{[]string{"-placement", "none", "-placement", "auto", "-show", "placement"}, "auto"}, // the last one given wins
+		{[]string{"-metrics-addr", "10.0.0.1:9500", "-show", "metrics-addr"}, "10.0.0.1:9500"},
+	} {
+		_, err := Load(tc.args, now, io.Discard)
+		if v, ok := errors.AsType[Shown](err); !ok || string(v) != tc.want {
+			t.Errorf("%v: %v; want Shown(%q)", tc.args, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-results", "a\nb", "-show", "results,run"}, "-show results: its value \"a\\nb\" holds a line break"},
+		{[]string{"-show", "results,nope"}, `-show "nope": not a plan key`},
+		{[]string{"-show", "results,"}, `-show "": not a plan key`},
+		{[]string{"-rsults", "x", "-show", "results"}, "flag provided but not defined: -rsults"},
+		{[]string{"-run", "a/b", "-show", "run"}, `run "a/b"`},
+	} {
+		if _, err := Load(tc.args, now, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 func TestHelpListsEveryFlag(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
