@@ -14,7 +14,7 @@ args=(-run "arms-$(date -u +%Y%m%dT%H%M%SZ)" "$@")
 # (-f v, -f=v, --f v, --f=v, the plan file); a bad flag is named (exit 2).
 export CGO_ENABLED=0
 go build -o .cache/dist/loadgen ./loadgen || exit 1
-show() { .cache/dist/loadgen run "${args[@]}" -show "$1"; }
+show() { .cache/dist/loadgen run -show "$1" "${args[@]}"; }
 results=$(show results) && run=$(show run) || exit 2
 [ -n "$run" ] || exit 0 # -h: the loadgen printed its flags
 scripts/bench.sh "${args[@]}"

@@ -18,7 +18,7 @@ go build -o .cache/dist/loadgen ./loadgen && go build -o .cache/dist/reporter ./
 # reads the flags (-f v, -f=v, --f v, --f=v) and the plan file as the run
 # will and rejects a bad flag by name (exit 2). A default of this script's
 # own goes before the given flags: a given one comes later and wins.
-show() { .cache/dist/loadgen run "${args[@]}" -show "$1"; }
+show() { .cache/dist/loadgen run -show "$1" "${args[@]}"; }
 # Where the lab runs (-dist, else the plan file's dist key, else local), the
 # results dir, the run id (generated now when none is given) and the plan file.
 vals=$(show dist,results,run,plan) || exit 2
