@@ -154,7 +154,7 @@ func Load(args []string, now time.Time, stderr io.Writer) (*Plan, error) {
 		fs.PrintDefaults()
 	}
 	file := fs.String("plan", "", "YAML plan `file` (keys are the flag names with _ for -); flags override it")
-	show := fs.String("show", "", "print the plan's value of one `key` (a flag name: dist, loadgens, ...) after the plan file and the flags, and exit without running: what scripts read of a plan")
+	show := fs.String("show", "", "print the plan's value of each `key` (flag names, comma-separated: dist, results, run, plan, ...) after the plan file and the flags, resolved as the run would (the run id it would generate), and exit without running: one key prints its value, several print name=value lines; what scripts read of a plan")
 	def := Default()
 	raw := map[string]*rawValue{}
 	for _, f := range fields {
@@ -187,18 +187,43 @@ func Load(args []string, now time.Time, stderr io.Writer) (*Plan, error) {
 		return nil, err
 	}
 	if *show != "" {
+		v, err := shown(&p, *file, *show)
+		if err != nil {
+			return nil, err
+		}
+		return &p, v
+	}
+	return &p, nil
+}
+
+// shown answers -show keys about the finished plan p read from file: one
+// key's bare value, or for several one name=value line each (no value may
+// hold a newline, so that a shell reads them line by line).
+func shown(p *Plan, file, keys string) (Shown, error) {
+	names := strings.Split(keys, ",")
+	lines := make([]string, len(names))
+	for i, name := range names {
+		v, ok := file, name == "plan"
 		for _, f := range fields {
-			if f.name == *show {
-				v := f.get(&p)
+			if f.name == name {
+				v, ok = f.get(p), true
 				if f.name == "dist" {
 					v = cmp.Or(v, DistLocal) // unset is the compose stack
 				}
-				return &p, Shown(v)
 			}
 		}
-		return nil, fmt.Errorf("-show %q: not a plan key; give a flag name such as dist, loadgens or tier", *show)
+		if !ok {
+			return "", fmt.Errorf("-show %q: not a plan key; give flag names such as dist, results, run, plan or tier, comma-separated", name)
+		}
+		if len(names) == 1 {
+			return Shown(v), nil
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return "", fmt.Errorf("-show %s: its value %q holds a line break, which a name=value line cannot carry; use one key", name, v)
+		}
+		lines[i] = name + "=" + v
 	}
-	return &p, nil
+	return Shown(strings.Join(lines, "\n")), nil
 }
 
 // Shown is Load's answer to -show: the value asked for, to print instead

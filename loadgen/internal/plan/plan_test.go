@@ -191,29 +191,70 @@ func TestDistAndShow(t *testing.T) {
 	if err := os.WriteFile(f, []byte("dist: swarm\nloadgens: 3\nconcurrency: 9\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	wantShown(t, []loadCase{
 		{[]string{"-plan", f, "-show", "dist"}, "swarm"},
 		{[]string{"-plan", f, "-show", "loadgens"}, "3"},
 		{[]string{"-plan", f, "-dist", "local", "-show", "dist"}, "local"},
 		{[]string{"-show", "dist"}, "local"},
-	} {
+	})
+	wantLoadError(t, []loadCase{
+		{[]string{"-dist", "k8s"}, `dist "k8s": use local`},
+		{[]string{"-launch", "ssh"}, `launch "ssh": use local`},
+		{[]string{"-launch", "swarm", "-loadgens", "3"}, `launch swarm with dist "": Swarm services need the lab on Docker Swarm`},
+		{[]string{"-show", "nope"}, `-show "nope": not a plan key`},
+	})
+}
+
+// -show answers what scripts/bench.sh and scripts/arms.sh need of a run
+// from the one flag parser: both flag forms, the plan file's path, the
+// defaults, and the run id the run would generate (RunID of its start).
+func TestShowKeys(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(f, []byte("results: planres\nplacement:\n  proxy: \"1\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const gen = "20261130T051500Z" // now, as the run id it generates
+	wantShown(t, []loadCase{
+		{[]string{"-show", "results,run,plan"}, "results=results\nrun=" + gen + "\nplan="},
+		{[]string{"-show", "run"}, gen},
+		{[]string{"-results", "/tmp/r", "-run", "x1", "-show", "results,run"}, "results=/tmp/r\nrun=x1"},
+		{[]string{"-results=/tmp/r", "--run=x1", "-show=results,run"}, "results=/tmp/r\nrun=x1"},
+		{[]string{"--results", "a=b", "-show", "results"}, "a=b"},
+		{[]string{"-plan", f, "-show", "results,plan,placement,dist"}, "results=planres\nplan=" + f + "\nplacement=custom\ndist=local"},
+		{[]string{"-plan=" + f, "-results", "flagres", "-placement", "none", "-show", "results,placement"}, "results=flagres\nplacement=none"},
+		{[]string{"-placement", "none", "-placement", "auto", "-show", "placement"}, "auto"}, // the last one given wins
+		{[]string{"-metrics-addr", "10.0.0.1:9500", "-show", "metrics-addr"}, "10.0.0.1:9500"},
+	})
+	wantLoadError(t, []loadCase{
+		{[]string{"-results", "a\nb", "-show", "results,run"}, "-show results: its value \"a\\nb\" holds a line break"},
+		{[]string{"-show", "results,nope"}, `-show "nope": not a plan key`},
+		{[]string{"-show", "results,"}, `-show "": not a plan key`},
+		{[]string{"-rsults", "x", "-show", "results"}, "flag provided but not defined: -rsults"},
+		{[]string{"-run", "a/b", "-show", "run"}, `run "a/b"`},
+	})
+}
+
+// loadCase is a command line of loadgen run and what Load answers: the
+// value -show prints, or a part of the error.
+type loadCase struct {
+	args []string
+	want string
+}
+
+func wantShown(t *testing.T, cases []loadCase) {
+	t.Helper()
+	for _, tc := range cases {
 		_, err := Load(tc.args, now, io.Discard)
 		if v, ok := errors.AsType[Shown](err); !ok || string(v) != tc.want {
 			t.Errorf("%v: %v; want Shown(%q)", tc.args, err, tc.want)
 		}
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-dist", "k8s"}, `dist "k8s": use local`},
-		{[]string{"-launch", "ssh"}, `launch "ssh": use local`},
-		{[]string{"-launch", "swarm", "-loadgens", "3"}, `launch swarm with dist "": Swarm services need the lab on Docker Swarm`},
-		{[]string{"-show", "nope"}, `-show "nope": not a plan key`},
-	} {
+}
+
+func wantLoadError(t *testing.T, cases []loadCase) {
+	t.Helper()
+	for _, tc := range cases {
 		if _, err := Load(tc.args, now, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want %q", tc.args, err, tc.want)
 		}
