@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"proxybench/internal/decide"
@@ -43,13 +44,7 @@ type Slice struct {
 // sum, and the arms' medians stay exchangeable, so an A/A pair is still
 // unbiased.
 func (s *Slices) Typical(f func(Slice) float64) float64 {
-	var xs []float64
-	for _, e := range s.Each {
-		if v := f(e); !math.IsNaN(v) && !math.IsInf(v, 0) {
-			xs = append(xs, v)
-		}
-	}
-	return stats.Median(xs)
+	return stats.Median(slices.DeleteFunc(s.Values(f), func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }))
 }
 
 // Values is f of each of the arm's slices in the order they ran (NaN
