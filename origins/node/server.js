@@ -130,7 +130,20 @@ function handle(req, res) {
     case 'bytes':
       return reply(res, 200, OCTETS, PATTERN.subarray(0, v));
     case 'delay': {
-      const t = setTimeout(() => reply(res, 200, TEXT, `delayed ${v} ms\n`), v);
+      // setTimeout counts from the event loop's cached time, which can be
+      // a millisecond older than this request: it fired 49.96 ms after a
+      // /delay/50 was sent. Re-arm until the monotonic clock has passed.
+      const due = process.hrtime.bigint() + BigInt(v) * 1000000n;
+      let t;
+      const wait = () => {
+        const left = Number(due - process.hrtime.bigint()) / 1e6;
+        if (left > 0) {
+          t = setTimeout(wait, Math.ceil(left));
+          return;
+        }
+        reply(res, 200, TEXT, `delayed ${v} ms\n`);
+      };
+      t = setTimeout(wait, v);
       res.on('close', () => clearTimeout(t)); // the client left: drop the timer
       return undefined;
     }
