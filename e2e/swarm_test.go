@@ -19,7 +19,6 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"proxybench/internal/manifest"
-	"proxybench/internal/stack"
 )
 
 // swarmCell is what TestSwarmThreeLoadgens reads of a report.json cell:
@@ -71,10 +70,7 @@ func TestSwarmThreeLoadgens(t *testing.T) {
 	env := swarmEnv(t)
 	results := t.TempDir()
 	run := "swarm3-" + time.Now().UTC().Format("20060102T150405Z")
-	targets, err := filepath.Abs(filepath.Join("..", stack.WorkerTargetsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
+	targets := env["SWARM_TARGETS"] // the swarm's own, apart from the compose stack's
 	cmd := exec.Command("../scripts/swarm.sh", "exec", bin(t, "loadgen"), "run", "-run", run, "-results", results, "-linger", "5s", "-tier", "3s",
 		"-proxies", "nginx", "-origins", "fast,go", "-concurrency", "12", "-loadgens", "3", "-dist", "swarm", "-launch", "swarm", "-placement", "none",
 		"-metrics-addr", env["SWARM_METRICS_HOST"]+":9500", "-prometheus-targets", targets)

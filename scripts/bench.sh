@@ -50,7 +50,7 @@ if [ "$dist" = swarm ]; then
   fi
   cleanup() { [ "$started" = 1 ] && scripts/swarm.sh down; }
   eval "$(scripts/swarm.sh env)"
-  args=(-metrics-addr "$SWARM_METRICS_HOST:9500" "${args[@]}")
+  args=(-metrics-addr "$SWARM_METRICS_HOST:9500" -prometheus-targets "$SWARM_TARGETS" "${args[@]}")
   prom=${PROM:-$SWARM_PROM} lock=.cache/stack.lock in_lab=(scripts/swarm.sh exec)
 else
   # The stack and the loadgen follow one CPU placement (docs/placement.md):

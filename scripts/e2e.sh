@@ -8,7 +8,9 @@
 # no container behind even when a step fails. A stack that was already up
 # (a developer's) is used and left up, like make bench does.
 #   e2e.sh swarm   the Swarm tests alone, on a swarm of SWARM_NODES nodes
-#                  (make test-swarm: 2 nodes unless given)
+#                  (make test-swarm: 2 nodes unless given; make test runs
+#                  them beside lint and fuzzing)
+#   e2e.sh stack   everything but the Swarm tests (make test, after them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'e2e: %s\n' "$*" >&2; }
@@ -30,42 +32,45 @@ export PROXYBENCH_STACK_LOCKED=1 # tests below must not wait for it themselves
 
 # The lab on Docker Swarm first, before the compose stack is up: a single
 # node on the project's second daemon (make test brings it up in the
-# background beside lint and fuzzing; alone, this script does). It goes
-# down again beside the compose stack's start, unless it was up before.
-rc=0
-swarm_state=$(scripts/swarm.sh wait) || rc=$?
-if [ $rc = 3 ]; then
-  if scripts/swarm.sh status >/dev/null 2>&1; then
-    swarm_state=up-already
-  else
-    swarm_state=started
-    scripts/swarm.sh up || { scripts/swarm.sh down; exit 1; }
-  fi
-elif [ $rc != 0 ]; then
-  scripts/swarm.sh down
-  exit $rc
-fi
-say "swarm stack up after $((SECONDS - t0)) s"
-mkdir -p .cache/logs/e2e
-set +e
-PROXYBENCH_SWARM=1 go test -tags e2e -count=1 -vet=off -timeout 5m -v -run '^TestSwarm' ./e2e/ >.cache/logs/e2e/swarm.log 2>&1
-rc=$?
-set -e
-grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
+# background beside the unit tests; alone, this script does). It goes
+# down again beside the compose stack's start (e2e.sh swarm: before it
+# returns), unless it was up before.
 swarm_down=""
-if [ "$swarm_state" = started ]; then
-  scripts/swarm.sh down >.cache/logs/e2e/swarm-down.log 2>&1 &
-  swarm_down=$!
-fi
-if [ $rc != 0 ]; then
-  cat .cache/logs/e2e/swarm.log
-  [ -z "$swarm_down" ] || wait "$swarm_down"
-  exit $rc
-fi
-if [ "${1:-}" = swarm ]; then
-  [ -z "$swarm_down" ] || wait "$swarm_down" || { say "swarm.sh down failed"; exit 1; }
-  say "swarm tests passed in $((SECONDS - t0)) s"
-  exit 0
+if [ "${1:-}" != stack ]; then
+  rc=0
+  swarm_state=$(scripts/swarm.sh wait) || rc=$?
+  if [ $rc = 3 ]; then
+    if scripts/swarm.sh status >/dev/null 2>&1; then
+      swarm_state=up-already
+    else
+      swarm_state=started
+      scripts/swarm.sh up || { scripts/swarm.sh down; exit 1; }
+    fi
+  elif [ $rc != 0 ]; then
+    scripts/swarm.sh down
+    exit $rc
+  fi
+  say "swarm stack up after $((SECONDS - t0)) s"
+  mkdir -p .cache/logs/e2e
+  set +e
+  PROXYBENCH_SWARM=1 go test -tags e2e -count=1 -vet=off -timeout 5m -v -run '^TestSwarm' ./e2e/ >.cache/logs/e2e/swarm.log 2>&1
+  rc=$?
+  set -e
+  grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
+  if [ "$swarm_state" = started ]; then
+    scripts/swarm.sh down >.cache/logs/e2e/swarm-down.log 2>&1 &
+    swarm_down=$!
+  fi
+  if [ $rc != 0 ]; then
+    cat .cache/logs/e2e/swarm.log
+    [ -z "$swarm_down" ] || wait "$swarm_down"
+    exit $rc
+  fi
+  if [ "${1:-}" = swarm ]; then
+    [ -z "$swarm_down" ] || wait "$swarm_down" || { say "swarm.sh down failed"; exit 1; }
+    say "swarm tests passed in $((SECONDS - t0)) s"
+    exit 0
+  fi
 fi
 
 if scripts/stack.sh running; then

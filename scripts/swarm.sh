@@ -85,6 +85,7 @@ OVERLAY_POOL=198.19.0.0/16 # the swarm's overlay networks, /24 each
 CGROUP=proxybench-swarm    # every node's containers under it (node K > 1: node-K below it)
 STACK=proxybench
 BASE_STATE=$PWD/.cache/swarm
+TARGETS=$BASE_STATE/targets # the loadgen workers' scrape targets (file_sd), the swarm's own
 
 # node K: the variables of node K.
 node() {
@@ -327,7 +328,8 @@ swarm_up() {
 # the variables `stack.sh up` sets (placement, TLS).
 compose_model() {
   # shellcheck disable=SC2046
-  PLACEMENT=none PLAN= HOSTNET=0 HOST_GATEWAY=host-gateway SWARM_ENGINE_RUN=$FIRST_SOCK_DIR EXPORTER_CGROUP_PREFIXES=/$CGROUP/ \
+  mkdir -p "$TARGETS"
+  PLACEMENT=none PLAN= HOSTNET=0 HOST_GATEWAY=host-gateway SWARM_ENGINE_RUN=$FIRST_SOCK_DIR EXPORTER_CGROUP_PREFIXES=/$CGROUP/ SWARM_TARGETS=$TARGETS \
     scripts/stack.sh compose -f compose/docker-compose.swarm.yml config "$@" $(scripts/stack.sh services)
 }
 
@@ -505,6 +507,9 @@ case ${1:-} in
     echo "SWARM_NODES=$(dk node ls -q 2>/dev/null | wc -l)"
     # host.docker.internal in a task: where Prometheus scrapes the loadgen
     # and its workers, which listen there inside the namespace.
-    echo "SWARM_METRICS_HOST=${BIP%/*}" ;;
+    echo "SWARM_METRICS_HOST=${BIP%/*}"
+    # Where the loadgen lists its workers for the swarm's Prometheus
+    # (loadgen run -prometheus-targets).
+    echo "SWARM_TARGETS=$TARGETS" ;;
   *) echo "usage: swarm.sh up|down|status|start|wait|exec CMD...|env" >&2; exit 2 ;;
 esac

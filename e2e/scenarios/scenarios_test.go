@@ -188,8 +188,13 @@ func TestChurn(t *testing.T) {
 		if math.Abs(ch.ConnsPerSec-rps) > 0.001*rps || rps < 100 {
 			t.Errorf("%s: %.0f connections/s, %.0f requests/s: one connection per request", proxy, ch.ConnsPerSec, rps)
 		}
-		// TIME_WAIT lasts 60 s: most of the window's connections are still in it.
-		if float64(ch.TimeWaitProxyPort) < 0.5*float64(c.Requests) || ch.PortRangeHigh <= ch.PortRangeLow || ch.PortPressure <= 0 {
+		// TIME_WAIT lasts 60 s: most of the window's connections are still
+		// in it, up to the ports connect() takes. Linux gives connect() the
+		// even ports of the range first and, with tcp_tw_reuse on loopback,
+		// reuses one in TIME_WAIT before it turns to the odd ones: 43,913
+		// connections left 13,750 in TIME_WAIT with a range of 28,232 ports.
+		held := min(float64(c.Requests), float64(ch.PortRangeHigh-ch.PortRangeLow+1)/2)
+		if float64(ch.TimeWaitProxyPort) < 0.5*held || ch.PortRangeHigh <= ch.PortRangeLow || ch.PortPressure <= 0 {
 			t.Errorf("%s: TIME_WAIT %d at the proxy port after %d connections, port range %d-%d, pressure %.3f",
 				proxy, ch.TimeWaitProxyPort, c.Requests, ch.PortRangeLow, ch.PortRangeHigh, ch.PortPressure)
 		}
