@@ -1,6 +1,8 @@
 // Command fast is the "fast" origin of proxybench: package fastserver (the
 // contract of origins/README.md over a hand-rolled HTTP/1.1 server) on the
-// contract's listener and configuration.
+// contract's listener and configuration. The lab's 503 fault switch (the
+// faults scenario, origins/README.md) is its signals: SIGUSR1 makes every
+// answer a 503 until SIGUSR2.
 package main
 
 import (
@@ -8,6 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 
 	"proxybench/origins/fast/fastserver"
 	"proxybench/origins/internal/contract"
@@ -16,5 +21,25 @@ import (
 func main() { os.Exit(contract.Main("fast", os.Getenv, os.Stderr, serve)) }
 
 func serve(ctx context.Context, ln net.Listener, cfg contract.Config, log *slog.Logger) error {
-	return fastserver.Serve(ctx, ln, cfg.Name, log)
+	var unavailable atomic.Bool
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sig)
+	go faultSwitch(ctx, sig, &unavailable, log)
+	return fastserver.ServeFaults(ctx, ln, cfg.Name, log, &unavailable)
+}
+
+// faultSwitch turns the 503 fault on at SIGUSR1 and off at SIGUSR2 until
+// ctx ends.
+func faultSwitch(ctx context.Context, sig <-chan os.Signal, unavailable *atomic.Bool, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-sig:
+			on := s == syscall.SIGUSR1
+			unavailable.Store(on)
+			log.Info("503 fault", "on", on, "signal", s.String())
+		}
+	}
 }

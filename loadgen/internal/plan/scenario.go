@@ -41,6 +41,9 @@ func (p *Plan) applyScenario(c *Cell, sc *scenario.Scenario) {
 		c.Mode = c.Load.Name()
 	}
 	c.Skip = (*Skip)(sc.Skip(c.Proxy))
+	if c.Skip == nil {
+		c.Skip = (*Skip)(sc.SkipOrigin(c.Origin))
+	}
 	if stack.IsDirect(c.Proxy) && c.Skip == nil {
 		c.Skip = directPath(c, sc)
 	}
