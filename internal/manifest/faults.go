@@ -86,4 +86,3 @@ type FaultResult struct {
 	RecoveryS *float64 `json:"recovery_seconds,omitempty"`
 	Recovery  string   `json:"recovery,omitempty"`
 }
-

@@ -47,7 +47,7 @@ type faultBin struct {
 // NewFaultSeries bins a window of length window: MinFaultBin, or longer so
 // that there are at most MaxFaultBins.
 func NewFaultSeries(window time.Duration) *FaultSeries {
-	bin := max(MinFaultBin, (window/MaxFaultBins+time.Millisecond-1).Truncate(time.Millisecond))
+	bin := max(MinFaultBin, (window/MaxFaultBins + time.Millisecond - 1).Truncate(time.Millisecond))
 	n := max(1, int((window+bin-1)/bin))
 	return &FaultSeries{bin: bin, bins: make([]faultBin, n)}
 }

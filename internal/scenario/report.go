@@ -40,10 +40,10 @@ func (t *Table) CellRows(c ReportCell, f Format) [][]Field {
 type ReportCell struct {
 	Name      string    // how the report names the cell
 	Start     time.Time // the window's start
-	DurationS float64 // measured window
-	RPS       float64 // requests per second
-	S2xx      int64   // 2xx responses
-	P50, P99  float64 // exact latency percentiles, seconds
+	DurationS float64   // measured window
+	RPS       float64   // requests per second
+	S2xx      int64     // 2xx responses
+	P50, P99  float64   // exact latency percentiles, seconds
 	Data      *manifest.ScenarioData
 	// Protocol is what the cell spoke (h1, tls, h2, h3; "" = h1); TLS what
 	// its handshakes negotiated and counted, nil for h1.
