@@ -11,6 +11,8 @@ type Faults struct {
 	// the services behind the proxy's faults route.
 	Replica string   `json:"replica"`
 	Pool    []string `json:"pool"`
+	// Unavailable says why no fault was injected (no Docker, no replica).
+	Unavailable string `json:"unavailable,omitempty"`
 	// Log is every fault injected, in order: what the lab did and when.
 	Log []FaultEvent `json:"log"`
 	// Timeline is the window in bins of BinS seconds from the cell's

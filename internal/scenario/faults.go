@@ -124,6 +124,23 @@ func percent(s string) (float64, error) {
 	return v / 100, nil
 }
 
+// RetryCounter is where a proxy counts the faults route's retries: the
+// series of its own metrics endpoint (stack.Proxy.Metrics) and the label
+// naming the route's pool; NA says why a proxy has none.
+type RetryCounter struct {
+	Series, Label, Value string
+	NA                   string
+}
+
+// FaultRetries are the proxies' retry counters (compose/<proxy>/'s faults
+// pool).
+var FaultRetries = map[string]RetryCounter{
+	"nginx":   {NA: "nginx counts no retries: stub_status has connections and requests only (retries per upstream are nginx Plus's API)"},
+	"haproxy": {Series: "haproxy_backend_retry_warnings_total", Label: "proxy", Value: "faults"},
+	"traefik": {Series: "traefik_service_retries_total", Label: "service", Value: "faults@file"},
+	"caddy":   {NA: "Caddy counts no retries: its metrics have the upstreams' health, not the attempts"},
+}
+
 // faultsAccount is what the runner recorded (Counts.Faults) analysed:
 // each fault's failures, detection and recovery (AnalyzeFaults).
 func faultsAccount(_ Shape, n Counts) *manifest.ScenarioData {

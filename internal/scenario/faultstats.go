@@ -52,6 +52,9 @@ func NewFaultSeries(window time.Duration) *FaultSeries {
 	return &FaultSeries{bin: bin, bins: make([]faultBin, n)}
 }
 
+// Bins is the number of bins.
+func (s *FaultSeries) Bins() int { return len(s.bins) }
+
 // Begin sets the window's start (the first Begin counts).
 func (s *FaultSeries) Begin(at time.Time) { s.start.CompareAndSwap(0, at.UnixNano()) }
 

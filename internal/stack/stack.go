@@ -50,6 +50,10 @@ var Origins = []Origin{
 const (
 	FaultsOrigin = "fast"
 	FaultsRoute  = "/faults/" + FaultsOrigin + "/"
+	// FaultsPool names the pool in the proxies' configs (nginx's upstream,
+	// HAProxy's backend, Traefik's service and serversTransport). Its
+	// timeouts are the scenario's own (1 s), not the parity rows'.
+	FaultsPool = "faults"
 )
 
 // FaultReplica is the pool's second replica, the one faults are injected into.

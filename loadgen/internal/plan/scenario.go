@@ -25,8 +25,12 @@ func (s *Skip) Manifest() *manifest.Skip { return (*manifest.Skip)(s) }
 
 // settings are the plan's scenario settings as the scenarios read them.
 func (p *Plan) settings() scenario.Settings {
-	return scenario.Settings{AuthInvalid: p.AuthInvalid, RateLimitOffered: p.RateLimitOffered, SlowDelay: time.Duration(p.SlowDelay),
+	set := scenario.Settings{AuthInvalid: p.AuthInvalid, RateLimitOffered: p.RateLimitOffered, SlowDelay: time.Duration(p.SlowDelay),
 		TLSVersion: p.TLSVersion}
+	if s, err := scenario.ParseFaults(p.Faults); err == nil { // Validate reports a bad one
+		set.Faults = s
+	}
+	return set
 }
 
 // applyScenario resolves the cell's scenario (internal/scenario) onto it:

@@ -26,6 +26,9 @@ func scenarioSection(r *report.Report) (Section, bool) {
 	if t, ok := handshakeSplitTable(r); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
+	if faultsFigure(r) != "" {
+		sec.Figures = append(sec.Figures, FigFaults)
+	}
 	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && (hasScenarioData(r) || len(r.TLSCost) > 0 || len(r.TLSHandshakes) > 0))
 }
 
