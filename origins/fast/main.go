@@ -18,15 +18,16 @@ import (
 	"proxybench/origins/internal/contract"
 )
 
-func main() { os.Exit(contract.Main("fast", os.Getenv, os.Stderr, serve)) }
-
-func serve(ctx context.Context, ln net.Listener, cfg contract.Config, log *slog.Logger) error {
-	var unavailable atomic.Bool
+func main() {
+	// At once: a switch signal before the server is up must not end the
+	// process (SIGUSR1 and SIGUSR2 do by default).
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
-	defer signal.Stop(sig)
-	go faultSwitch(ctx, sig, &unavailable, log)
-	return fastserver.ServeFaults(ctx, ln, cfg.Name, log, &unavailable)
+	os.Exit(contract.Main("fast", os.Getenv, os.Stderr, func(ctx context.Context, ln net.Listener, cfg contract.Config, log *slog.Logger) error {
+		var unavailable atomic.Bool
+		go faultSwitch(ctx, sig, &unavailable, log)
+		return fastserver.ServeFaults(ctx, ln, cfg.Name, log, &unavailable)
+	}))
 }
 
 // faultSwitch turns the 503 fault on at SIGUSR1 and off at SIGUSR2 until

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,7 +67,7 @@ func (r *Runner) startFaults(ctx context.Context, c plan.Cell) *faultRun {
 			break
 		}
 		f.replica = &ctr
-		f.heal(ctx)
+		f.heal(ctx, true) // a 503 an interrupted run left on is switched off
 	}
 	f.retriesBefore, f.retriesNA = readRetries(ctx, c.Proxy)
 	return f
@@ -130,24 +131,14 @@ func (f *faultRun) inject(ctx context.Context, st time.Time) {
 		if rerr == nil {
 			ev.Restored = clock.Now()
 		}
-		if e := errorsText(err, rerr); e != "" {
-			ev.Error = e
+		if e := errors.Join(err, rerr); e != nil {
+			ev.Error = strings.ReplaceAll(e.Error(), "\n", "; ")
 		}
 		f.r.Log.Info("fault", "kind", ft.Kind, "replica", f.replica.Name, "start", ev.Start.Sub(st), "end", ev.End.Sub(st), "err", ev.Error)
 		f.mu.Lock()
 		f.log = append(f.log, ev)
 		f.mu.Unlock()
 	}
-}
-
-func errorsText(errs ...error) string {
-	var out []string
-	for _, e := range errs {
-		if e != nil {
-			out = append(out, e.Error())
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 // apply injects a fault of kind into the replica.
@@ -178,9 +169,11 @@ func (f *faultRun) undo(ctx context.Context, kind string) error {
 	return nil
 }
 
-// heal undoes whatever fault the replica is in: thawed, started, its 503
-// switch off. Errors are logged: the cell's faults say what happened.
-func (f *faultRun) heal(ctx context.Context) {
+// heal undoes whatever fault the replica is in: thawed, started, and with
+// off503 its 503 switch off (never right after a start: a process that has
+// not yet set up its signal handling would end at SIGUSR2). Errors are
+// logged: the cell's faults say what happened.
+func (f *faultRun) heal(ctx context.Context, off503 bool) {
 	d, id := f.r.Docker, f.replica.ID
 	now, err := d.Inspect(ctx, id)
 	if err != nil {
@@ -192,7 +185,7 @@ func (f *faultRun) heal(ctx context.Context) {
 		err = d.Unpause(ctx, id)
 	case !now.Running:
 		err = d.Start(ctx, id)
-	default:
+	case off503:
 		err = d.Kill(ctx, id, "USR2")
 	}
 	if err != nil {
@@ -210,12 +203,19 @@ func (f *faultRun) finish(ctx context.Context, end time.Time) *manifest.Faults {
 	if started {
 		<-f.done
 	}
-	if f.replica != nil {
-		f.heal(context.WithoutCancel(ctx))
-	}
 	f.mu.Lock()
 	log := append([]manifest.FaultEvent(nil), f.log...)
 	f.mu.Unlock()
+	if f.replica != nil {
+		on503 := false // a 503 fault whose undo failed, or never came
+		for _, ev := range log {
+			on503 = on503 || ev.Kind == scenario.Fault503 && ev.Restored.IsZero()
+		}
+		if n := len(log); n < len(f.sched) && f.sched[n].Kind == scenario.Fault503 {
+			on503 = true
+		}
+		f.heal(context.WithoutCancel(ctx), on503)
+	}
 	out := scenario.AnalyzeFaults(log, f.series, end)
 	if o, err := stack.LookupOrigin(stack.FaultsOrigin); err == nil {
 		out.Pool = []string{o.Service, stack.FaultReplica.Service}
