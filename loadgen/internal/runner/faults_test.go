@@ -49,12 +49,13 @@ func (d *faultDocker) Start(context.Context, string) error            { return d
 // lab clock, the log in the manifest's account; nothing left to heal after.
 func TestFaultInjector(t *testing.T) {
 	d := &faultDocker{state: "paused"}
-	r := &Runner{Plan: &plan.Plan{Project: "proxybench"}, Docker: d, Clock: RealClock{}, Log: testLog(t)}
+	r := &Runner{Plan: &plan.Expanded{Plan: plan.Plan{Project: "proxybench"}}, Docker: d, Clock: RealClock{}, Log: testLog(t)}
 	sched, err := scenario.ParseFaults("kill@10%-30%,pause@40%-60%,503@70%-90%")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := plan.Cell{Proxy: "nginx", Duration: plan.Duration(600 * time.Millisecond)}
+	c := plan.Cell{Duration: plan.Duration(600 * time.Millisecond)}
+	c.Proxy = "nginx"
 	c.Def, _ = scenario.Lookup("faults")
 	c.Shape.Faults = sched
 	f := r.startFaults(context.Background(), c)
