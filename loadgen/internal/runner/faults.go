@@ -272,24 +272,20 @@ func readRetries(ctx context.Context, proxy string) (*float64, string) {
 }
 
 // counterValue is the sum of the series name{label="value"} in a text
-// exposition.
+// exposition. A proxy exports a counter of a label value at its first
+// increment (Traefik's retries), so a series absent from an exposition
+// that parsed counts 0.
 func counterValue(r io.Reader, name, label, value string) (float64, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(r)
 	if err != nil {
 		return 0, err
 	}
-	fam := fams[name]
-	if fam == nil {
-		return 0, fmt.Errorf("no such series")
-	}
 	var sum float64
-	found := false
-	for _, m := range fam.GetMetric() {
+	for _, m := range fams[name].GetMetric() {
 		if !hasLabel(m, label, value) {
 			continue
 		}
-		found = true
 		switch {
 		case m.GetCounter() != nil:
 			sum += m.GetCounter().GetValue()
@@ -298,9 +294,6 @@ func counterValue(r io.Reader, name, label, value string) (float64, error) {
 		case m.GetGauge() != nil:
 			sum += m.GetGauge().GetValue()
 		}
-	}
-	if !found {
-		return 0, fmt.Errorf("no series with %s=%q", label, value)
 	}
 	return sum, nil
 }
