@@ -189,6 +189,7 @@ func faultRows(c ReportCell, f Format) [][]Field {
 		}
 		rows = append(rows, []Field{text(c.Name), text(r.Kind), text(at), text(f.Int(r.Failed)), text(f.Int(r.TimedOut)),
 			text(f.Int(r.Status5xx)), text(orWhy(f, r.DetectionS, r.Detection)), text(orWhy(f, r.RecoveryS, r.Recovery)), text(retries)})
+		retries = "″" // the cell's, given on its first row
 	}
 	return rows
 }
