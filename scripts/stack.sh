@@ -18,7 +18,7 @@ say() { printf 'stack: %s\n' "$*" >&2; }
 
 services() {
   # Grafana cannot be pulled or built offline; the offline stack runs without it.
-  local s="nginx haproxy traefik caddy origin-node origin-python origin-go origin-fast docker-filter exporter prometheus"
+  local s="nginx haproxy traefik caddy origin-node origin-python origin-go origin-fast origin-fast-b docker-filter exporter prometheus"
   grep -q '^OFFLINE=0' compose/images.env 2>/dev/null && s="$s grafana"
   [ -n "${CUSTOM_IMAGE:-}" ] && s="$s custom"
   echo "$s"

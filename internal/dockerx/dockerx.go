@@ -1,6 +1,6 @@
 // Package dockerx owns talking to the Docker engine for proxybench: finding
-// the stack's containers by their compose labels, starting, stopping and
-// pausing them, reading their logs and asking a running proxy for the real
+// the stack's containers by their compose labels, starting, stopping,
+// pausing and signalling them, reading their logs and asking a running proxy for the real
 // version of its binary, on one engine or, on a Docker Swarm, on the engine
 // of each node (NewCluster). It negotiates the API version because the engine
 // scripts/engine.sh installs (Debian's 20.10, API 1.41) is older than the
@@ -357,6 +357,16 @@ func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) err
 func (c *Client) Start(ctx context.Context, id string) error {
 	if err := c.on(id).ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Kill sends signal (a name such as KILL or USR1, or a number) to a
+// container's main process: KILL ends it at once (what `docker kill` does),
+// another signal is the process's to handle.
+func (c *Client) Kill(ctx context.Context, id, signal string) error {
+	if err := c.on(id).ContainerKill(ctx, id, signal); err != nil {
+		return fmt.Errorf("signal %s to container %s: %w", signal, short(id), err)
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ type ScenarioData struct {
 
 	// churn: connections per second and the TIME_WAIT pressure they leave.
 	Churn *Churn `json:"churn,omitempty"`
+
+	// faults: what the lab did to a replica and what it cost (faults.go).
+	Faults *Faults `json:"faults,omitempty"`
 }
 
 // VariantCount is one part of a traffic mix.

@@ -200,8 +200,20 @@ type caddyProxy struct {
 		DialTimeout           json.RawMessage `json:"dial_timeout"`
 		ResponseHeaderTimeout json.RawMessage `json:"response_header_timeout"`
 	} `json:"transport"`
-	RequestBuffers  int64 `json:"request_buffers"`
-	ResponseBuffers int64 `json:"response_buffers"`
+	RequestBuffers  int64           `json:"request_buffers"`
+	ResponseBuffers int64           `json:"response_buffers"`
+	Upstreams       []caddyUpstream `json:"upstreams"`
+}
+
+type caddyUpstream struct {
+	Dial string `json:"dial"`
+}
+
+// faultsPool says whether p proxies to the faults scenario's pool, whose
+// timeouts are its own (docs/faults.md), not the parity rows'.
+func (p caddyProxy) faultsPool() bool {
+	replica := fmt.Sprintf("%s:%d", stack.FaultReplica.Service, stack.FaultReplica.Port)
+	return slices.ContainsFunc(p.Upstreams, func(u caddyUpstream) bool { return u.Dial == replica })
 }
 
 // reverseProxies finds every reverse_proxy handler in a JSON tree.
@@ -210,7 +222,7 @@ func reverseProxies(raw json.RawMessage, out *[]caddyProxy) {
 	if json.Unmarshal(raw, &obj) == nil {
 		if h, ok := obj["handler"]; ok && string(h) == `"reverse_proxy"` {
 			var p caddyProxy
-			if json.Unmarshal(raw, &p) == nil {
+			if json.Unmarshal(raw, &p) == nil && !p.faultsPool() {
 				*out = append(*out, p)
 			}
 		}

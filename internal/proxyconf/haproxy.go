@@ -10,6 +10,7 @@ import (
 
 	"proxybench/internal/dockerx"
 	"proxybench/internal/manifest"
+	"proxybench/internal/stack"
 )
 
 // haproxyFile is the configuration file the container's haproxy was
@@ -92,6 +93,9 @@ func ParseHAProxy(text string, getenv func(string) string) (map[string]manifest.
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("the haproxy configuration has no directive: %.200q", text)
 	}
+	// The faults scenario's pool has timeouts of its own (docs/faults.md):
+	// the parity rows are every other route's.
+	lines = slices.DeleteFunc(lines, func(l hline) bool { return l.section == "backend "+stack.FaultsPool })
 	find := func(sectionPrefix string, words ...string) *hline {
 		for i := range lines {
 			l := &lines[i]

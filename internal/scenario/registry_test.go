@@ -15,7 +15,7 @@ var defaults = Settings{AuthInvalid: 0.1, RateLimitOffered: 1500, SlowDelay: 2 *
 func TestRegistry(t *testing.T) {
 	t.Parallel()
 	if got := strings.Join(Names(), ","); got != "simple,auth,ratelimit,slow,payload-1k,payload-64k,payload-1m,upload-64k,churn,"+
-		"tls,h2,tls-handshake-full,tls-handshake-resumed,h2-payload-64k,h2-payload-1m,h3" {
+		"tls,h2,tls-handshake-full,tls-handshake-resumed,h2-payload-64k,h2-payload-1m,h3,faults" {
 		t.Errorf("registry order %s", got)
 	}
 	for _, sc := range List() {
@@ -72,7 +72,7 @@ func TestLookup(t *testing.T) {
 		t.Errorf("auth: %v %v", sc, err)
 	}
 	_, err := Lookup("nope")
-	want := `unknown scenario "nope" (known: simple, auth, ratelimit, slow, payload-1k, payload-64k, payload-1m, upload-64k, churn, tls, h2, tls-handshake-full, tls-handshake-resumed, h2-payload-64k, h2-payload-1m, h3, all (group), h2-payload (group), payload (group), tls-handshake (group))`
+	want := `unknown scenario "nope" (known: simple, auth, ratelimit, slow, payload-1k, payload-64k, payload-1m, upload-64k, churn, tls, h2, tls-handshake-full, tls-handshake-resumed, h2-payload-64k, h2-payload-1m, h3, faults, all (group), h2-payload (group), payload (group), tls-handshake (group))`
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %s", err, want)
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"proxybench/internal/manifest"
 )
@@ -18,16 +19,31 @@ type Table struct {
 	Notes   []string
 	// Row is the cell's row; false when the cell has nothing to show.
 	Row func(c ReportCell, f Format) ([]Field, bool)
+	// Rows, set in place of Row, are the cell's rows when it has several
+	// (one per fault); none when it has nothing to show.
+	Rows func(c ReportCell, f Format) [][]Field
+}
+
+// CellRows are c's rows of t: Rows', or Row's one.
+func (t *Table) CellRows(c ReportCell, f Format) [][]Field {
+	if t.Rows != nil {
+		return t.Rows(c, f)
+	}
+	if fields, ok := t.Row(c, f); ok {
+		return [][]Field{fields}
+	}
+	return nil
 }
 
 // ReportCell is what a report row reads of a measured cell. Unknown
 // numbers are NaN.
 type ReportCell struct {
-	Name      string  // how the report names the cell
-	DurationS float64 // measured window
-	RPS       float64 // requests per second
-	S2xx      int64   // 2xx responses
-	P50, P99  float64 // exact latency percentiles, seconds
+	Name      string    // how the report names the cell
+	Start     time.Time // the window's start
+	DurationS float64   // measured window
+	RPS       float64   // requests per second
+	S2xx      int64     // 2xx responses
+	P50, P99  float64   // exact latency percentiles, seconds
 	Data      *manifest.ScenarioData
 	// Protocol is what the cell spoke (h1, tls, h2, h3; "" = h1); TLS what
 	// its handshakes negotiated and counted, nil for h1.

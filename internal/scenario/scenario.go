@@ -15,7 +15,10 @@
 package scenario
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"proxybench/internal/manifest"
@@ -38,6 +41,9 @@ type Scenario struct {
 	// official image lacks) with the reason: their cells are skipped as
 	// not applicable.
 	NA map[string]string
+	// Origins, when set, are the only origins the scenario runs on: the
+	// others' cells are skipped as not applicable (SkipOrigin).
+	Origins []string
 
 	Method            string                                   // default GET
 	Path              func(origin string, set Settings) string // path on the proxy, from '/'
@@ -103,6 +109,8 @@ type Settings struct {
 	// TLSVersion is the one TLS version the TLS cells offer, "1.2" or
 	// "1.3"; "" offers both. The proxy must accept it (preflight).
 	TLSVersion string
+	// Faults is the faults scenario's schedule (ParseFaults).
+	Faults Schedule
 }
 
 // Variant is one part of a cell's traffic mix (the auth scenario sends valid,
@@ -126,6 +134,10 @@ const (
 	// ProbeTimeWait reads the TIME_WAIT sockets and the ephemeral port
 	// range right after the attack (Counts.Churn).
 	ProbeTimeWait
+	// ProbeFaults injects the cell's fault schedule (Shape.Faults) into
+	// the fault pool's second replica during the window, bins the window's
+	// completions and reads the proxy's retry counter (Counts.Faults).
+	ProbeFaults
 )
 
 // Shape is a scenario resolved for one cell under the plan's settings: the
@@ -143,6 +155,7 @@ type Shape struct {
 	Streams    int       `json:"streams,omitempty"`          // h2, h3: streams per connection
 	TLSVersion string    `json:"tls_version,omitempty"`      // TLS cells: the one version offered, "1.2" or "1.3"; "" = both
 	NoResume   bool      `json:"no_resumption,omitempty"`    // TLS cells: every handshake full
+	Faults     Schedule  `json:"faults,omitempty"`           // faults: the schedule injected in the window
 
 	// Def is the scenario the cell was resolved from.
 	Def *Scenario `json:"-"`
@@ -163,6 +176,9 @@ func (s *Scenario) Resolve(set Settings) Shape {
 	}
 	if s.Delay != nil {
 		sh.DelayS = s.Delay(set).Seconds()
+	}
+	if s.Probes&ProbeFaults != 0 {
+		sh.Faults = set.Faults
 	}
 	return sh
 }
@@ -191,6 +207,16 @@ func (s *Scenario) Skip(proxy string) *manifest.Skip {
 	return nil
 }
 
+// SkipOrigin says why the scenario's cells on origin are not run: it runs
+// on Origins alone; nil when it runs there.
+func (s *Scenario) SkipOrigin(origin string) *manifest.Skip {
+	if len(s.Origins) == 0 || slices.Contains(s.Origins, origin) {
+		return nil
+	}
+	return &manifest.Skip{Kind: manifest.SkipNotApplicable,
+		Reason: fmt.Sprintf("%s runs on origin %s alone", s.Name, strings.Join(s.Origins, ", "))}
+}
+
 // Counts are a cell's exact counts over its measured window, the neutral
 // input of Account.
 type Counts struct {
@@ -204,6 +230,7 @@ type Counts struct {
 	Variants map[string]VariantCounts
 	Memory   *manifest.ProxyMemory // ProbeMemory's result, if asked for
 	Churn    *manifest.Churn       // ProbeTimeWait's result, if asked for
+	Faults   *manifest.Faults      // ProbeFaults's result (AnalyzeFaults), if asked for
 }
 
 // VariantCounts are one variant's counts over the window.

@@ -43,6 +43,22 @@ var Origins = []Origin{
 	{Name: "fast", Service: "origin-fast", Port: 9104},
 }
 
+// The faults scenario's pool (docs/faults.md): two replicas of the fast
+// origin behind every proxy's FaultsRoute, origin-fast (Origins) and
+// FaultReplica, the one the lab faults: same image and X-Origin, its own
+// service and port.
+const (
+	FaultsOrigin = "fast"
+	FaultsRoute  = "/faults/" + FaultsOrigin + "/"
+	// FaultsPool names the pool in the proxies' configs (nginx's upstream,
+	// HAProxy's backend, Traefik's service and serversTransport). Its
+	// timeouts are the scenario's own (1 s), not the parity rows'.
+	FaultsPool = "faults"
+)
+
+// FaultReplica is the pool's second replica, the one faults are injected into.
+var FaultReplica = Origin{Name: FaultsOrigin, Service: "origin-fast-b", Port: 9105}
+
 // DefaultProxies are the proxies a run covers when none are named: the
 // custom slot is opt-in.
 func DefaultProxies() []string { return []string{"nginx", "haproxy", "traefik", "caddy"} }

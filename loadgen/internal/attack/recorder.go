@@ -180,7 +180,7 @@ func (r *recorder) record(rm *runMetrics, done time.Time, latency time.Duration,
 			r.wrongOrigin++
 		}
 		if part >= 0 {
-			r.split.add(part, us, res.Code, reason, err != nil)
+			r.split.add(part, done, latency, res.Code, reason, err != nil)
 		}
 	}
 	r.mu.Unlock()

@@ -138,7 +138,8 @@ type Spec struct {
 	OnEdge func(end bool, at time.Time)
 
 	// Split, when set, also sorts the window's completions into parts
-	// (Result.Parts): a sliced duet's arms, measured in one window.
+	// (Result.Parts): a sliced duet's arms, measured in one window, or a
+	// faults cell's bins (a PartObserver too: it sees every completion).
 	Split Splitter
 }
 

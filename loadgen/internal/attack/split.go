@@ -22,6 +22,15 @@ type Splitter interface {
 	Group(part int) int
 }
 
+// PartObserver is a Splitter that also sees each completion it gave a
+// part: when it completed, its latency, its status (0 for an error) and
+// its error class ("" for an answer; wire.ReasonNames). Observe is called
+// with the recorder's lock held, from many recorders at once: it must be
+// cheap and safe for concurrent use.
+type PartObserver interface {
+	Observe(part int, done time.Time, latency time.Duration, code int, reason string)
+}
+
 // Part is one part's exact account of a split window (Spec.Split): the
 // completions Splitter.Part gave it, counted as the window's own are.
 type Part struct {
@@ -41,6 +50,7 @@ type partAcc struct {
 // split is one recorder's account of a split window.
 type split struct {
 	s     Splitter
+	obs   PartObserver // s, when it observes; nil otherwise
 	parts []partAcc
 	hists []*hdrhistogram.Histogram // by group
 }
@@ -50,6 +60,7 @@ func newSplit(s Splitter) *split {
 		return nil
 	}
 	sp := &split{s: s, parts: make([]partAcc, s.Parts()), hists: make([]*hdrhistogram.Histogram, s.Groups())}
+	sp.obs, _ = s.(PartObserver)
 	for i := range sp.parts {
 		sp.parts[i].codes = map[int]int64{}
 	}
@@ -59,11 +70,20 @@ func newSplit(s Splitter) *split {
 	return sp
 }
 
-// add counts one completion in part p; the recorder's lock is held.
-func (sp *split) add(p int, us int64, code int, reason errReason, failed bool) {
+// add counts one completion in part p, done at done after latency; the
+// recorder's lock is held.
+func (sp *split) add(p int, done time.Time, latency time.Duration, code int, reason errReason, failed bool) {
 	if p < 0 || p >= len(sp.parts) {
 		return
 	}
+	if sp.obs != nil {
+		if failed {
+			sp.obs.Observe(p, done, latency, 0, reasonNames[reason])
+		} else {
+			sp.obs.Observe(p, done, latency, code, "")
+		}
+	}
+	us := clampUs(latency)
 	a := &sp.parts[p]
 	if failed {
 		a.errors++

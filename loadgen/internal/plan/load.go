@@ -139,6 +139,8 @@ var fields = []field{
 		set: floatField(func(p *Plan) *float64 { return &p.RateLimitOffered })},
 	{name: "slow-delay", usage: "scenario slow: origin `delay` per request (up to 20s)",
 		get: func(p *Plan) string { return p.SlowDelay.String() }, set: durField(func(p *Plan) *Duration { return &p.SlowDelay })},
+	{name: "faults", usage: "scenario faults: the `schedule` of faults injected into the pool's second replica, kind@from%-to% of the window, comma-separated; kind kill, pause or 503 (docs/faults.md)",
+		get: func(p *Plan) string { return p.Faults }, set: func(p *Plan, s string) error { p.Faults = s; return nil }},
 	{name: "tls-version", usage: "TLS scenarios: the one TLS `version` the cells offer, 1.2 or 1.3 (1.2 needs a stack started with TLS_MIN_VERSION=1.2); \"\" offers both; a proxy that refuses it fails preflight",
 		get: func(p *Plan) string { return p.TLSVersion }, set: func(p *Plan, s string) error { p.TLSVersion = s; return nil }},
 }

@@ -105,6 +105,7 @@ type Plan struct {
 	RateLimitOffered float64  `yaml:"ratelimit_offered" json:"ratelimit_offered"` // ratelimit: open-loop rate offered, req/s
 	SlowDelay        Duration `yaml:"slow_delay" json:"slow_delay"`               // slow: origin delay per request
 	TLSVersion       string   `yaml:"tls_version" json:"tls_version"`             // TLS scenarios: the one version offered, 1.2 or 1.3; "" = both
+	Faults           string   `yaml:"faults" json:"faults"`                       // faults: the schedule, kind@from%-to%,... (scenario.ParseFaults)
 }
 
 // Stage is one ramp step as the plan file, the flags and plan.json write it
@@ -156,6 +157,7 @@ func Default() Plan {
 		RateLimitOffered: 1.5 * scenario.RateLimitRPS,
 		SlowDelay:        Duration(2 * time.Second),
 		TLSVersion:       "1.3",
+		Faults:           scenario.DefaultFaults,
 	}
 }
 
@@ -362,6 +364,12 @@ func (p *Plan) Validate() error {
 	}
 	if p.TLSVersion != "" && p.TLSVersion != "1.2" && p.TLSVersion != "1.3" {
 		bad("tls_version %q: 1.2 or 1.3 (the one version the TLS cells offer), or \"\" for both", p.TLSVersion)
+	}
+	if _, err := scenario.ParseFaults(p.Faults); err != nil {
+		bad("%v", err)
+	} else if slices.Contains(p.Scenarios, "faults") && (p.Loadgens > 1 || p.DuetSlice != 0 || p.Dist == DistSwarm) {
+		bad("scenario faults with loadgens %d, duet_slice %s, dist %q: its window is binned and its faults injected by one loadgen beside the compose stack; use loadgens 1, no duet_slice, dist %s",
+			p.Loadgens, p.DuetSlice, p.Dist, DistLocal)
 	}
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")

@@ -25,8 +25,12 @@ func (s *Skip) Manifest() *manifest.Skip { return (*manifest.Skip)(s) }
 
 // settings are the plan's scenario settings as the scenarios read them.
 func (p *Plan) settings() scenario.Settings {
-	return scenario.Settings{AuthInvalid: p.AuthInvalid, RateLimitOffered: p.RateLimitOffered, SlowDelay: time.Duration(p.SlowDelay),
+	set := scenario.Settings{AuthInvalid: p.AuthInvalid, RateLimitOffered: p.RateLimitOffered, SlowDelay: time.Duration(p.SlowDelay),
 		TLSVersion: p.TLSVersion}
+	if s, err := scenario.ParseFaults(p.Faults); err == nil { // Validate reports a bad one
+		set.Faults = s
+	}
+	return set
 }
 
 // applyScenario resolves the cell's scenario (internal/scenario) onto it:
@@ -41,6 +45,9 @@ func (p *Plan) applyScenario(c *Cell, sc *scenario.Scenario) {
 		c.Mode = c.Load.Name()
 	}
 	c.Skip = (*Skip)(sc.Skip(c.Proxy))
+	if c.Skip == nil {
+		c.Skip = (*Skip)(sc.SkipOrigin(c.Origin))
+	}
 	if stack.IsDirect(c.Proxy) && c.Skip == nil {
 		c.Skip = directPath(c, sc)
 	}

@@ -31,6 +31,15 @@ func TestScenarioCells(t *testing.T) {
 				t.Errorf("traefik auth should be n/a with a reason, skip %+v", tr.Skip)
 			}
 		}},
+		{"faults on fast alone, the schedule on the cell", "-proxies nginx -origins fast,go -scenarios faults -faults kill@10%-30%", func(t *testing.T, cells map[string]Cell) {
+			c := cells["nginx.fast.faults.quick.r1"]
+			if c.Skip != nil || c.Path != "/faults/fast/" || len(c.Faults) != 1 || c.Faults[0].Kind != scenario.FaultKill || c.Faults[0].To != 0.3 {
+				t.Errorf("nginx faults cell %+v", c)
+			}
+			if g := cells["nginx.go.faults.quick.r1"]; g.Skip == nil || g.Skip.Kind != manifest.SkipNotApplicable || !strings.Contains(g.Skip.Reason, "origin fast alone") {
+				t.Errorf("faults on go should be n/a, skip %+v", g.Skip)
+			}
+		}},
 		{"all valid is one variant", "-proxies nginx -scenarios auth -auth-invalid 0", func(t *testing.T, cells map[string]Cell) {
 			if c := cells["nginx.fast.auth.quick.r1"]; len(c.Variants) != 0 {
 				t.Errorf("variants %+v, want none listed (one variant)", c.Variants)
@@ -97,6 +106,9 @@ func TestScenarioSettingsValidated(t *testing.T) {
 		{"-slow-delay 1500us", "whole milliseconds"},
 		{"-scenarios simple,simple", `"simple" listed twice`},
 		{"-scenarios payload,payload-64k", `"payload-64k" listed twice`},
+		{"-faults kill@40%-20%", `faults "kill@40%-20%": fault 1`},
+		{"-faults boom@10%-20%", `unknown kind "boom"`},
+		{"-scenarios faults -loadgens 2", "scenario faults with loadgens 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {

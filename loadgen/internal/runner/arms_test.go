@@ -56,6 +56,7 @@ func (e *engine) Unpause(_ context.Context, id string) error {
 }
 func (e *engine) Stop(context.Context, string, time.Duration) error { return nil }
 func (e *engine) Start(context.Context, string) error               { return nil }
+func (e *engine) Kill(context.Context, string, string) error        { return nil }
 func (e *engine) NanoCPUs(_ context.Context, id string) (int64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -38,6 +38,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		spec.Split = sl
 	}
 	origin := r.originContainer(ctx, c.Origin) // before the warm-up: an engine round trip
+	faults := r.startFaults(ctx, c)            // nil unless the scenario injects faults
 	began := r.Clock.Now()
 	warm, gap := time.Duration(c.Warmup), time.Duration(0)
 	if warm > 0 {
@@ -71,6 +72,15 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 				}
 			}
 		}
+		if faults != nil {
+			spec.Split = faults
+			spec.OnEdge = func(end bool, at time.Time) {
+				ed.on(end, at)
+				if !end {
+					faults.begin(ctx, at)
+				}
+			}
+		}
 		mem := startMemory(c, ctr)
 		steal := cputime.WatchSteal(nil)
 		res, per, err = r.attackMix(ctx, c, spec, r.display().Progress)
@@ -83,6 +93,13 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		pr.memory = mem.finish()
 		if wants(c, scenario.ProbeTimeWait) {
 			pr.churn = churnProbe(ctx, spec.URL)
+		}
+		if faults != nil { // waits for the schedule and heals the replica whatever happened
+			end := r.Clock.Now()
+			if res != nil {
+				end = res.End
+			}
+			pr.faults = faults.finish(ctx, end)
 		}
 	}
 	fill(&mc, res, r.Clock.Now())

@@ -38,6 +38,7 @@ func (s stackOnly) Pause(context.Context, string) error               { return e
 func (s stackOnly) Unpause(context.Context, string) error             { return errStackOnly }
 func (s stackOnly) Stop(context.Context, string, time.Duration) error { return errStackOnly }
 func (s stackOnly) Start(context.Context, string) error               { return errStackOnly }
+func (s stackOnly) Kill(context.Context, string, string) error        { return errStackOnly }
 func (s stackOnly) docker(context.Context) (Docker, error)            { return s, nil }
 func ctr(name, role, cpuset string, cpus float64) dockerx.Container {
 	return dockerx.Container{Name: name, Service: strings.TrimPrefix(name, "proxybench-"), State: "running", Running: true,

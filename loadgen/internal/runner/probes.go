@@ -26,6 +26,7 @@ import (
 type probes struct {
 	memory *manifest.ProxyMemory
 	churn  *manifest.Churn
+	faults *manifest.Faults
 }
 
 // procRoot is the /proc the probes read; tests point it at fixtures.

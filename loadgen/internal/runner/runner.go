@@ -45,6 +45,7 @@ type Docker interface {
 	Unpause(ctx context.Context, id string) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 	Start(ctx context.Context, id string) error
+	Kill(ctx context.Context, id, signal string) error
 }
 
 // Clock gives the time and waits; tests replace Sleep so settles and

@@ -16,7 +16,7 @@ func scenarioData(c plan.Cell, mc *manifest.Cell, per map[string]*attack.Result,
 		return nil
 	}
 	n := scenario.Counts{WindowS: mc.End.Sub(mc.Start).Seconds(), Requests: mc.Requests, Errors: mc.Errors,
-		Bytes: mc.Bytes, Codes: mc.Codes, Memory: p.memory, Churn: p.churn}
+		Bytes: mc.Bytes, Codes: mc.Codes, Memory: p.memory, Churn: p.churn, Faults: p.faults}
 	if len(per) > 0 {
 		n.Variants = map[string]scenario.VariantCounts{}
 		for name, res := range per {

@@ -50,6 +50,14 @@ func match(path []byte) (route, []byte) {
 // handle answers the request in c.req; false means close the connection.
 func (c *conn) handle() bool {
 	q := &c.req
+	if u := c.s.unavailable; u != nil && u.Load() {
+		// The lab's 503 fault (ServeFaults): every request, whatever its route.
+		if !c.skipBody() {
+			q.close = true
+		}
+		c.reply(http.StatusServiceUnavailable, contract.TextPlain, UnavailableBody, "")
+		return !q.close
+	}
 	rt, param := routeNone, []byte(nil)
 	if contract.CleanPath(q.path) {
 		rt, param = match(q.path)

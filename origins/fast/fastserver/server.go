@@ -38,10 +38,22 @@ const (
 	maxDiscard = 256 << 10
 )
 
+// UnavailableBody is the body of every answer while the 503 fault is on
+// (ServeFaults).
+const UnavailableBody = "fault: unavailable\n"
+
 // Serve answers the connections of ln as the origin called name until ctx
 // ends (then it returns nil) or accepting fails.
 func Serve(ctx context.Context, ln net.Listener, name string, log *slog.Logger) error {
+	return ServeFaults(ctx, ln, name, log, nil)
+}
+
+// ServeFaults is Serve with the lab's 503 fault switch (the faults
+// scenario): while unavailable holds true, every request is answered 503
+// with UnavailableBody (and X-Origin), whatever its route. nil: no switch.
+func ServeFaults(ctx context.Context, ln net.Listener, name string, log *slog.Logger, unavailable *atomic.Bool) error {
 	s := newServer(name, time.Now)
+	s.unavailable = unavailable
 	go s.keepClock(ctx, time.Second)
 	go func() {
 		<-ctx.Done()
@@ -77,6 +89,8 @@ type server struct {
 	deadline atomic.Int64           // unix ns: now + contract.IdleTimeout
 	// Whole answers after the Date line for the fixed 200s (keep-alive).
 	rootTail, healthTail []byte
+	// unavailable, when set and true, answers every request 503 (ServeFaults).
+	unavailable *atomic.Bool
 }
 
 func newServer(name string, now func() time.Time) *server {

@@ -86,6 +86,9 @@ func Figures(r *report.Report) map[string][]byte {
 	if gc := gcPanels(r, origins, colors, proxies); len(gc) > 0 {
 		out[FigGC] = []byte(barFigure("Go GC stop-the-world pauses", gc))
 	}
+	if fl := faultsFigure(r); fl != "" {
+		out[FigFaults] = []byte(fl)
+	}
 	return out
 }
 

@@ -26,6 +26,9 @@ func scenarioSection(r *report.Report) (Section, bool) {
 	if t, ok := handshakeSplitTable(r); ok {
 		sec.Tables = append(sec.Tables, t)
 	}
+	if faultsFigure(r) != "" {
+		sec.Figures = append(sec.Figures, FigFaults)
+	}
 	return sec, len(sec.Tables) > 1 || (len(sec.Tables) == 1 && (hasScenarioData(r) || len(r.TLSCost) > 0 || len(r.TLSHandshakes) > 0))
 }
 
@@ -104,7 +107,7 @@ func scenarioTables(cells []*report.Cell) []Table {
 			if s := scenario.Get(c.Scenario); s == nil || s.Report != st {
 				continue
 			}
-			if fields, ok := st.Row(reportCell(c), format{}); ok {
+			for _, fields := range st.CellRows(reportCell(c), format{}) {
 				row := make([]Cell, len(fields))
 				for i, f := range fields {
 					row[i] = Cell{Text: f.Text, Class: f.Class}
@@ -125,7 +128,7 @@ func reportCell(c *report.Cell) scenario.ReportCell {
 	if e := c.Latency.Exact; e != nil {
 		p50, p99 = e.P50, e.P99
 	}
-	rc := scenario.ReportCell{Name: cellName(c), DurationS: float64(c.DurationS), RPS: float64(c.RPS), S2xx: c.Classes.S2xx,
+	rc := scenario.ReportCell{Name: cellName(c), Start: c.Start, DurationS: float64(c.DurationS), RPS: float64(c.RPS), S2xx: c.Classes.S2xx,
 		P50: float64(p50), P99: float64(p99), Data: c.ScenarioData, Protocol: c.Protocol, TLS: c.TLS,
 		HandshakeP50: math.NaN(), HandshakeP99: math.NaN()}
 	if h := c.Handshake; h != nil {

@@ -1,0 +1,40 @@
+package fastserver
+
+import (
+	"bytes"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestUnavailable is the lab's 503 fault switch: while on, every route
+// answers 503 with X-Origin (a POST's body is skipped, so keep-alive
+// holds); off again, the contract's answers come back.
+func TestUnavailable(t *testing.T) {
+	var on atomic.Bool
+	serve := func(in string) string {
+		var buf bytes.Buffer
+		s := newServer("fast", fixedNow)
+		s.unavailable = &on
+		c := s.newConn(&memTransport{in: []byte(in), out: &buf})
+		for c.serveOne() {
+		}
+		return buf.String()
+	}
+	reqs := "GET / HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc" +
+		"GET /bytes/5 HTTP/1.1\r\nHost: x\r\n\r\n"
+	on.Store(true)
+	out := serve(reqs)
+	if got := statuses(t, out); len(got) != 4 || got[0] != 503 || got[1] != 503 || got[2] != 503 || got[3] != 503 {
+		t.Fatalf("statuses while unavailable = %v, want four 503s:\n%s", got, out)
+	}
+	if !strings.Contains(out, UnavailableBody) || !strings.Contains(out, "X-Origin: fast\r\n") {
+		t.Errorf("a 503 without its body or X-Origin:\n%s", out)
+	}
+	on.Store(false)
+	if got := statuses(t, serve(reqs)); len(got) != 4 || got[0] != 200 || got[1] != 200 || got[2] != 200 || got[3] != 200 {
+		t.Fatalf("statuses with the switch off = %v, want four 200s", got)
+	}
+}
