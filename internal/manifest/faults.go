@@ -21,7 +21,7 @@ type Faults struct {
 	Timeline FaultTimeline `json:"timeline"`
 	// SteadyP99S is the p99 of the answers completed before the first
 	// fault; RecoveryThresholdS the bin p99 a recovered bin stays at or
-	// under (RecoveryFactor × SteadyP99S); 0 when nothing completed.
+	// under (the larger of RecoveryFactor × SteadyP99S and SteadyP99S + RecoveryFloor); 0 when nothing completed.
 	SteadyP99S         float64 `json:"steady_p99_seconds"`
 	RecoveryThresholdS float64 `json:"recovery_threshold_seconds"`
 	// Results is what each fault of Log cost, in the same order.

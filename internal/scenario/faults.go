@@ -11,6 +11,9 @@ import (
 	"proxybench/internal/stack"
 )
 
+// FaultsName is the faults scenario's name.
+const FaultsName = "faults"
+
 // faults sends GET / to a pool of two replicas of the fast origin behind
 // the proxy's faults route, each proxy's native passive health checks and
 // retries configured alike (docs/faults.md), while the runner injects the
@@ -18,7 +21,7 @@ import (
 // 503, each brought back. Failures are the measurement, not the cell's
 // verdict: the cell expects 2xx and says how many it did not get.
 var faults = Scenario{
-	Name:  "faults",
+	Name:  FaultsName,
 	About: "two replicas of fast behind " + stack.FaultsRoute + ", one killed, paused and answering 503 in the window (-faults)",
 	Rank:  90,
 	NA: map[string]string{

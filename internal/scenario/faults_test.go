@@ -94,7 +94,7 @@ func TestAnalyzeFaults(t *testing.T) {
 	if len(f.Timeline.Requests) != 100 || f.BinS != 0.1 {
 		t.Fatalf("timeline of %d bins of %g s, want 100 of 0.1", len(f.Timeline.Requests), f.BinS)
 	}
-	if f.SteadyP99S != latUpper(latBucket(time.Millisecond)) || f.RecoveryThresholdS != 2*f.SteadyP99S {
+	if f.SteadyP99S != latUpper(latBucket(time.Millisecond)) || math.Abs(f.RecoveryThresholdS-(f.SteadyP99S+RecoveryFloor.Seconds())) > 1e-12 { // the floor: 2x a 1 ms p99 is under p99 + 5 ms
 		t.Errorf("steady p99 %g, threshold %g", f.SteadyP99S, f.RecoveryThresholdS)
 	}
 	near := func(got *float64, want float64) bool { return got != nil && math.Abs(*got-want) < 1e-9 }

@@ -15,9 +15,12 @@ const (
 	// that it has at most MaxFaultBins.
 	MinFaultBin  = 100 * time.Millisecond
 	MaxFaultBins = 1000
-	// RecoveryFactor × the steady p99 is the bin p99 a recovered bin stays
-	// at or under.
+	// A recovered bin's p99 stays at or under RecoveryFactor × the steady
+	// p99, or the steady p99 plus RecoveryFloor when that is more: with a
+	// steady p99 under a millisecond, a 2× bound alone took one host stall
+	// of 20-37 ms for a proxy not yet recovered.
 	RecoveryFactor = 2
+	RecoveryFloor  = 5 * time.Millisecond
 	// RecoveryHold is how long the bins must stay recovered (or until the
 	// fault's span ends) for recovery to count.
 	RecoveryHold = 500 * time.Millisecond
@@ -186,7 +189,9 @@ func AnalyzeFaults(log []manifest.FaultEvent, s *FaultSeries, end time.Time) *ma
 		return out
 	}
 	out.SteadyP99S = s.p99(0, s.binOf(log[0].Start))
-	out.RecoveryThresholdS = RecoveryFactor * out.SteadyP99S
+	if out.SteadyP99S > 0 { // else no threshold: nothing completed before the first fault
+		out.RecoveryThresholdS = max(RecoveryFactor*out.SteadyP99S, out.SteadyP99S+RecoveryFloor.Seconds())
+	}
 	for i, ev := range log {
 		spanEnd := end
 		if i+1 < len(log) {

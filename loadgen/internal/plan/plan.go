@@ -367,9 +367,8 @@ func (p *Plan) Validate() error {
 	}
 	if _, err := scenario.ParseFaults(p.Faults); err != nil {
 		bad("%v", err)
-	} else if slices.Contains(p.Scenarios, "faults") && (p.Loadgens > 1 || p.DuetSlice != 0 || p.Dist == DistSwarm) {
-		bad("scenario faults with loadgens %d, duet_slice %s, dist %q: its window is binned and its faults injected by one loadgen beside the compose stack; use loadgens 1, no duet_slice, dist %s",
-			p.Loadgens, p.DuetSlice, p.Dist, DistLocal)
+	} else if why := p.faultsApart(); why != "" && len(p.Scenarios) == 1 && p.Scenarios[0] == scenario.FaultsName {
+		bad("scenario %s", why)
 	}
 	if strings.TrimSpace(p.Results) == "" {
 		bad("results: give the results directory (default results)")

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"fmt"
 	"proxybench/loadgen/internal/load"
 	"time"
 
@@ -51,6 +52,21 @@ func (p *Plan) applyScenario(c *Cell, sc *scenario.Scenario) {
 	if stack.IsDirect(c.Proxy) && c.Skip == nil {
 		c.Skip = directPath(c, sc)
 	}
+	if why := p.faultsApart(); sc.Name == scenario.FaultsName && c.Skip == nil && why != "" {
+		c.Skip = &Skip{Kind: manifest.SkipNotApplicable, Reason: why}
+	}
+}
+
+// faultsApart is why this plan cannot run the faults scenario's cells ("" when
+// it can): one loadgen bins the window and injects the faults beside the
+// compose stack. Validate refuses a plan whose only scenario is faults; in
+// a group (all) its cells are skipped as not applicable, with this reason.
+func (p *Plan) faultsApart() string {
+	if p.Loadgens <= 1 && p.DuetSlice == 0 && p.Dist != DistSwarm {
+		return ""
+	}
+	return fmt.Sprintf("faults with loadgens %d, duet_slice %s, dist %q: its window is binned and its faults injected by one loadgen beside the compose stack (loadgens 1, no duet_slice, dist %s)",
+		p.Loadgens, p.DuetSlice, p.Dist, DistLocal)
 }
 
 // directPath points a direct control cell at the origin's own path (the

@@ -40,6 +40,14 @@ func TestScenarioCells(t *testing.T) {
 				t.Errorf("faults on go should be n/a, skip %+v", g.Skip)
 			}
 		}},
+		{"faults in a group with 3 loadgens: n/a, the rest runs", "-proxies nginx -scenarios simple,faults,churn -loadgens 3", func(t *testing.T, cells map[string]Cell) {
+			if f := cells["nginx.fast.faults.quick.r1"]; f.Skip == nil || f.Skip.Kind != manifest.SkipNotApplicable || !strings.Contains(f.Skip.Reason, "loadgens 3") {
+				t.Errorf("faults with 3 loadgens should be n/a naming them, skip %+v", f.Skip)
+			}
+			if c := cells["nginx.fast.simple.quick.r1"]; c.Skip != nil {
+				t.Errorf("simple beside it skipped: %+v", c.Skip)
+			}
+		}},
 		{"all valid is one variant", "-proxies nginx -scenarios auth -auth-invalid 0", func(t *testing.T, cells map[string]Cell) {
 			if c := cells["nginx.fast.auth.quick.r1"]; len(c.Variants) != 0 {
 				t.Errorf("variants %+v, want none listed (one variant)", c.Variants)
