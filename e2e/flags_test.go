@@ -286,7 +286,7 @@ func TestFlagLoadgenBound(t *testing.T) {
 // quick bench; else the control own measures.
 func quickBenchOr(t *testing.T, own func() flagCell) flagCell {
 	t.Helper()
-	if c, ok := quickBenchCell(t, "nginx.fast.simple.4s.r1"); ok {
+	if c, ok := quickBenchCell(t, "nginx.fast.simple.3s.r1"); ok {
 		return c
 	}
 	return own()

@@ -94,7 +94,7 @@ study_needs netstack
 
 run=e2e-$(date -u +%Y%m%dT%H%M%SZ)
 results=$PWD/.cache/e2e-results
-.cache/dist/loadgen run -run "$run" -results "$results" -tier 4s \
+.cache/dist/loadgen run -run "$run" -results "$results" -tier 3s \
   -proxies nginx,haproxy,traefik,caddy -origins fast,go -concurrency 20 -settle 1500ms
 .cache/dist/reporter build -prom http://127.0.0.1:9090 -run "$run" -results "$results"
 # The open-loop panels and rules get their data from the open-loop cells of
