@@ -125,11 +125,12 @@ test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm 
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-checks test-swarm-part
 	@scripts/e2e.sh stack
 
-# make test's two parts that overlap: lint then fuzzing (CPU) beside the
-# Swarm tests (mostly waits on the swarm); scripts/e2e.sh swarm takes the
-# swarm down again when it brought it up.
+# make test's two parts that overlap: lint then fuzzing (CPU; a pass of
+# 20 s unless FUZZ_BUDGET says) beside the Swarm tests (mostly waits on
+# the swarm); scripts/e2e.sh swarm takes the swarm down again when it
+# brought it up.
 test-checks:
-	@$(MAKE) --no-print-directory -j1 lint fuzz
+	@FUZZ_BUDGET=$${FUZZ_BUDGET:-20} $(MAKE) --no-print-directory -j1 lint fuzz
 test-swarm-part:
 	@scripts/e2e.sh swarm
 

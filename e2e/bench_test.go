@@ -126,7 +126,7 @@ func TestQuickBenchReport(t *testing.T) {
 			t.Errorf("no cell for proxy %s", p)
 		}
 	}
-	if len(origins) < 2 {
-		t.Errorf("cells cover %d origins, want at least 2", len(origins))
+	if !origins["fast"] {
+		t.Errorf("no cell for the fast origin (origins %v)", origins)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,17 +22,20 @@ import (
 // the fast origin, an open loop at 1000 req/s, two rounds. The direct
 // cells must reach the origin without nginx, checked against nginx's own
 // request counter (stub_status, through the exporter and Prometheus),
-// which must have grown by nginx's cells alone; the report's "What the proxy adds" must give nginx a positive
+// which must have grown by nginx's cells alone, and against the origin's
+// own count, which must have grown by every cell's; the report's "What the proxy adds" must give nginx a positive
 // added p50 with an interval and a CPU per request; and the direct
 // control must win nothing and miss no proxy series.
 func TestDirectControl(t *testing.T) {
 	results := t.TempDir()
 	began := time.Now()
 	before := nginxRequests(t, began)
+	atOrigin := originServed(t)
 	cells := runCells(t, results, "direct", nil, "-tier", "4s", "-proxies", "nginx", "-origins", "fast", "-direct",
 		"-rate", "1000", "-repeats", "2", "-control=false")
 	time.Sleep(2 * time.Second) // the exporter's scrape of nginx after the run
 	served := nginxRequests(t, time.Now()) - before
+	reached := originServed(t) - atOrigin
 	t.Logf("run and report in %s", time.Since(began).Round(time.Second))
 
 	var viaNginx, direct int64
@@ -58,6 +62,14 @@ func TestDirectControl(t *testing.T) {
 	if served < viaNginx || served > viaNginx+direct/4 {
 		t.Errorf("nginx served %d requests during the run; its cells count %d and the direct cells %d: the direct cells went through nginx",
 			served, viaNginx, direct)
+	}
+	// The origin's own count (its answers to GET /): every request a cell
+	// counted, through nginx or not, reached it; beyond them only the
+	// preflight's requests, late completions and HAProxy's health checks
+	// of the faults pool (one a second, while HAProxy is not paused).
+	t.Logf("the fast origin answered %d GET /; the cells count %d", reached, viaNginx+direct)
+	if reached < viaNginx+direct || reached > viaNginx+direct+(viaNginx+direct)/100+100 {
+		t.Errorf("the fast origin answered %d GET / during the run; the cells count %d through nginx and %d direct", reached, viaNginx, direct)
 	}
 
 	b, err := os.ReadFile(filepath.Join(results, "direct", "report.json"))
@@ -177,6 +189,24 @@ func nginxRequests(t *testing.T, at time.Time) int64 {
 		t.Fatalf("%s at %s: %v, %v (is the stack up?)", metricdefs.NginxRequests.Name, at.Format(time.RFC3339), v, err)
 	}
 	return int64(v[0].Value)
+}
+
+// originServed is the fast origin's own count of the GET / it answered:
+// SIGHUP makes it log msg=served root_requests=N (origins/README.md).
+func originServed(t *testing.T) int64 {
+	t.Helper()
+	const ctr = "proxybench-origin-fast"
+	re := regexp.MustCompile(`msg=served root_requests=(\d+)`)
+	seen := len(re.FindAllString(docker(t, "logs", ctr), -1))
+	docker(t, "kill", "--signal", "HUP", ctr)
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if m := re.FindAllStringSubmatch(docker(t, "logs", ctr), -1); len(m) > seen {
+			n, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("%s logged no count within 10 s of SIGHUP", ctr)
+	return 0
 }
 
 // cadvisorCPU is the CPU seconds cAdvisor counted for service's

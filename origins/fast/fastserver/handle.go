@@ -51,7 +51,7 @@ func match(path []byte) (route, []byte) {
 func (c *conn) handle() bool {
 	q := &c.req
 	if u := c.s.unavailable; u != nil && u.Load() {
-		// The lab's 503 fault (ServeFaults): every request, whatever its route.
+		// The lab's 503 fault (Lab.Unavailable): every request, whatever its route.
 		if !c.skipBody() {
 			q.close = true
 		}
@@ -76,6 +76,7 @@ func (c *conn) handle() bool {
 	case q.method != methodGet && q.method != methodHead:
 		c.reply(http.StatusMethodNotAllowed, contract.TextPlain, contract.MethodNotAllowedBody, contract.AllowGet)
 	case rt == routeRoot:
+		c.roots.Add(1)
 		c.replyFixed(c.s.rootTail, contract.RootBody)
 	case rt == routeHealthz:
 		c.replyFixed(c.s.healthTail, contract.HealthBody)

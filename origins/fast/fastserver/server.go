@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -39,21 +40,44 @@ const (
 )
 
 // UnavailableBody is the body of every answer while the 503 fault is on
-// (ServeFaults).
+// (Lab.Unavailable).
 const UnavailableBody = "fault: unavailable\n"
 
 // Serve answers the connections of ln as the origin called name until ctx
 // ends (then it returns nil) or accepting fails.
 func Serve(ctx context.Context, ln net.Listener, name string, log *slog.Logger) error {
-	return ServeFaults(ctx, ln, name, log, nil)
+	return ServeLab(ctx, ln, name, log, Lab{})
 }
 
-// ServeFaults is Serve with the lab's 503 fault switch (the faults
-// scenario): while unavailable holds true, every request is answered 503
-// with UnavailableBody (and X-Origin), whatever its route. nil: no switch.
-func ServeFaults(ctx context.Context, ln net.Listener, name string, log *slog.Logger, unavailable *atomic.Bool) error {
+// Lab is the lab's hands on a running origin; a nil field is not wired.
+type Lab struct {
+	// Unavailable: while true, every request is answered 503 with
+	// UnavailableBody (and X-Origin), whatever its route (the faults
+	// scenario).
+	Unavailable *atomic.Bool
+	// Count: at each receive the origin logs how many GET / it has
+	// answered (msg=served root_requests=N): its own count of a cell's
+	// requests, against the loadgen's and the proxies' (the direct
+	// control's test).
+	Count <-chan struct{}
+}
+
+// ServeLab is Serve with the lab's hands (Lab).
+func ServeLab(ctx context.Context, ln net.Listener, name string, log *slog.Logger, lab Lab) error {
 	s := newServer(name, time.Now)
-	s.unavailable = unavailable
+	s.unavailable = lab.Unavailable
+	if lab.Count != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-lab.Count:
+					log.Info("served", "root_requests", s.Served())
+				}
+			}
+		}()
+	}
 	go s.keepClock(ctx, time.Second)
 	go func() {
 		<-ctx.Done()
@@ -89,12 +113,31 @@ type server struct {
 	deadline atomic.Int64           // unix ns: now + contract.IdleTimeout
 	// Whole answers after the Date line for the fixed 200s (keep-alive).
 	rootTail, healthTail []byte
-	// unavailable, when set and true, answers every request 503 (ServeFaults).
+	// unavailable, when set and true, answers every request 503 (Lab).
 	unavailable *atomic.Bool
+	// The answers to GET / (Served): each live connection counts its own,
+	// on a line of its own, so that the hot path shares no counter; a
+	// closed connection's count moves to closedRoots.
+	mu          sync.Mutex
+	live        map[*conn]struct{}
+	closedRoots atomic.Uint64
+}
+
+// Served is how many GET / (and HEAD /) the server answered 200 so far:
+// the origin's own count of the requests a cell sends it, an independent
+// reading against the loadgen's and the proxies' counts.
+func (s *server) Served() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.closedRoots.Load()
+	for c := range s.live {
+		n += c.roots.Load()
+	}
+	return n
 }
 
 func newServer(name string, now func() time.Time) *server {
-	s := &server{name: name, now: now}
+	s := &server{name: name, now: now, live: map[*conn]struct{}{}}
 	s.rootTail = fixedTail(name, contract.RootBody)
 	s.healthTail = fixedTail(name, contract.HealthBody)
 	s.setDate()
@@ -147,7 +190,9 @@ type conn struct {
 	deadline int64
 	scratch  []byte // small bodies (/delay, /status)
 	num      [20]byte
-	body     []byte // echo buffer, kept while at most keepBodyBuf
+	body     []byte        // echo buffer, kept while at most keepBodyBuf
+	_        [64]byte      // roots on a cache line of its own
+	roots    atomic.Uint64 // its answers to GET / (server.Served)
 }
 
 func (s *server) newConn(t transport) *conn {
@@ -163,8 +208,15 @@ func (s *server) newConn(t transport) *conn {
 
 func (s *server) serveConn(nc net.Conn) {
 	c := s.newConn(nc)
+	s.mu.Lock()
+	s.live[c] = struct{}{}
+	s.mu.Unlock()
 	for c.serveOne() {
 	}
+	s.mu.Lock()
+	delete(s.live, c)
+	s.closedRoots.Add(c.roots.Load())
+	s.mu.Unlock()
 	closeGently(nc)
 }
 
