@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestUnavailable is the lab's 503 fault switch: while on, every route
@@ -47,7 +48,7 @@ func TestUnavailable(t *testing.T) {
 // it answered, on connections still open and on closed ones, and nothing
 // else (a /healthz, a 404).
 func TestServedCountsRootAnswers(t *testing.T) {
-	s := newServer("fast", fixedNow)
+	s := newServer("fast", time.Now) // a real pipe keeps read deadlines: the clock must be now
 	conn := func() (net.Conn, *bufio.Reader, chan struct{}) {
 		cli, srv := net.Pipe()
 		done := make(chan struct{})
