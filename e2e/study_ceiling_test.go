@@ -66,10 +66,13 @@ func TestStudyCeiling(t *testing.T) {
 	if u["ceiling_rps"] < 1.5*limit {
 		t.Errorf("uncapped ceiling %.0f req/s is not clearly above the cap %.0f", u["ceiling_rps"], limit)
 	}
-	// The knee under the cap is the instrument's: flagged.
-	if c["knee_invalid"] != 1 || c["knee_to_ceiling"] < 0.8 || c["knee_rps"] > 1.01*limit {
-		t.Errorf("capped knee %.0f req/s, %.2f of its ceiling, invalid %v: want at >= 80 %% of the capped ceiling, flagged",
-			c["knee_rps"], c["knee_to_ceiling"], c["knee_invalid"])
+	// The knee under the cap is the instrument's: flagged, at 80 % or more
+	// of the capped ceiling, or below it when the cap broke the next step
+	// (a step at 90 % of the cap broke once in a host stall: the cap let
+	// the backlog out at its own rate only).
+	if c["knee_invalid"] != 1 || c["knee_to_ceiling"] < 0.8 && c["knee_broke_for_loadgen"] != 1 || c["knee_rps"] > 1.01*limit {
+		t.Errorf("capped knee %.0f req/s, %.2f of its ceiling, invalid %v, broken by the loadgen %v: want at >= 80 %% of the capped ceiling or broken by the cap, flagged",
+			c["knee_rps"], c["knee_to_ceiling"], c["knee_invalid"], c["knee_broke_for_loadgen"])
 	}
 	if u["knee_rps"] <= 0 || math.Abs(u["knee_to_ceiling"]-u["knee_rps"]/u["ceiling_rps"]) > 1e-9 {
 		t.Errorf("uncapped knee %.0f req/s, ratio %v", u["knee_rps"], u["knee_to_ceiling"])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/load"
 )
 
@@ -89,6 +90,21 @@ func kneeWhy(res *Result, o KneeOptions, rate, maxRate float64) (why string, ret
 		instrument = true
 	}
 	return why, retry, instrument
+}
+
+// KneeValidity judges a knee search's breaking point: against the
+// instrument's ceiling (when given, > 0: a knee at or above
+// manifest.CeilingFraction of it), then by what broke its last step
+// (KneeInstrument). bad is true when the knee is the instrument's, not the
+// target's; why says which. `loadgen attack -knee` and the ceiling study
+// judge with it.
+func KneeValidity(ceiling, last float64, steps []KneeStep) (why string, bad bool) {
+	if ceiling > 0 {
+		if why, bad := (&manifest.Ceiling{RPS: ceiling}).Near("knee", last, manifest.CeilingFraction); bad {
+			return why, true
+		}
+	}
+	return KneeInstrument(steps)
 }
 
 // KneeInstrument says, when the step that ended a knee search broke for

@@ -197,18 +197,6 @@ type kneeJSON struct {
 	Steps         []kneeStep `json:"steps"`
 }
 
-// kneeValidity judges the knee last against the -ceiling of o, then by
-// what broke its last step: a step the loadgen broke (it could not keep up,
-// or its -max-rate cap) makes the breaking point the instrument's.
-func kneeValidity(o *options, last float64, steps []attack.KneeStep) (string, bool) {
-	if o.ceiling > 0 {
-		if why, bad := (&manifest.Ceiling{RPS: o.ceiling}).Near("knee", last, manifest.CeilingFraction); bad {
-			return why, true
-		}
-	}
-	return attack.KneeInstrument(steps)
-}
-
 type kneeStep struct {
 	Rate    float64 `json:"rate_rps"`
 	Held    bool    `json:"held"`
@@ -220,7 +208,7 @@ type kneeStep struct {
 func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) error {
 	if o.json {
 		out := kneeJSON{LastHeld: last, Ceiling: o.ceiling}
-		out.InvalidReason, out.Invalid = kneeValidity(o, last, steps)
+		out.InvalidReason, out.Invalid = attack.KneeValidity(o.ceiling, last, steps)
 		for _, s := range steps {
 			oo := *o
 			oo.rate = s.Rate
@@ -249,7 +237,7 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 	if _, err := fmt.Fprintf(w, "breaking point: last rate that held %g requests/s\n", last); err != nil {
 		return err
 	}
-	if why, bad := kneeValidity(o, last, steps); bad {
+	if why, bad := attack.KneeValidity(o.ceiling, last, steps); bad {
 		_, err := fmt.Fprintf(w, "invalid: %s\n", why)
 		return err
 	}

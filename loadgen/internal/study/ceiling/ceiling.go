@@ -116,7 +116,7 @@ func describe(e *study.Env, sc scale, repeats int) {
 		fmt.Sprintf("Uncapped: a %v closed-loop probe of the route with %d connections (no warm-up) gives the proxy's rate G; the knee steps are %g %% of G, from that rate up to %g x G.", sc.probe, sc.conns, 100*sc.uncappedStep, sc.uncappedTop),
 		fmt.Sprintf("Capped: -max-rate set to %.0f %% of the same repeat's uncapped knee (the proxy's own limit; %.0f %% of G when no uncapped step held), so the cap is below what the proxy can take, like a load generator's default throughput limit below the system's capacity; the ceiling is measured again under the cap, then the knee in steps of %.0f %% of the cap up to 2 x the cap.",
 			100*sc.capShare, 100*sc.capShare, 100*sc.cappedStep),
-		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling is invalid, the instrument's limit rather than the proxy's (manifest.Ceiling.Near, as the reporter's instrument_ceiling flag and `loadgen attack -knee -ceiling`).", 100*manifest.CeilingFraction),
+		fmt.Sprintf("Judgement: a knee at or above %.0f %% of its variant's ceiling, or one whose breaking step broke for the loadgen (its max-rate cap held sends, or it missed sends), is invalid, the instrument's limit rather than the proxy's (attack.KneeValidity, as `loadgen attack -knee -ceiling`; the reporter's instrument_ceiling flag applies the first rule).", 100*manifest.CeilingFraction),
 		fmt.Sprintf("Order: %d repeat(s), interleaved: uncapped then capped in every repeat (the cap comes from the repeat's uncapped knee).", repeats),
 		fmt.Sprintf("Host noise: /proc/stat is read every %v during a sample; a sample in which the hypervisor stole %.0f %% or more of some second of the loadgen's and proxy's CPUs is run again after the quiet gap, at most %d times in all (the last attempt stands, its worst second recorded as steal_share_worst; every retake is in the notes).",
 			cputime.StealEvery, 100*manifest.StealStarvedShare, study.StealAttempts),
@@ -128,6 +128,7 @@ func describe(e *study.Env, sc scale, repeats int) {
 		{Name: "max_rate_rps", Label: "loadgen -max-rate cap (0 = none)", Unit: "req/s"},
 		{Name: "probe_rps", Label: "closed-loop probe of the proxy (uncapped)", Unit: "req/s"},
 		{Name: "knee_invalid", Label: "knee judged the instrument's (1 = invalid)", Unit: "bool"},
+		{Name: "knee_broke_for_loadgen", Label: "the knee's breaking step broke for the loadgen (1 = yes)", Unit: "bool"},
 		{Name: "steal_share_worst", Label: "the hypervisor's steal of the loadgen's and proxy's CPUs, worst second", Unit: "ratio", Better: "lower"},
 	}
 	r.Groups = []studydata.Group{{Name: "", Label: "nginx → fast, " + pl.Summary()}}
@@ -188,11 +189,11 @@ func (t *tally) sample(ctx context.Context, e *study.Env, sc scale, v string, re
 	pl := e.Placement
 	s := studydata.Sample{Variant: v, Repeat: rep, Order: t.order, Start: time.Now().UTC(), Values: map[string]float64{}}
 	var c *manifest.Ceiling
-	var why string
+	var steps []attack.KneeStep
 	steal, err := study.RetakeOnSteal(ctx, e, fmt.Sprintf("%s r%d", v, rep), pl.Loadgen.Union(pl.Proxy), sc.settle, func() error {
 		s.Start = time.Now().UTC()
 		var err error
-		c, knee, g, why, err = takeSample(ctx, e, sc, maxRate)
+		c, knee, g, steps, err = takeSample(ctx, e, sc, maxRate)
 		return err
 	})
 	s.End = time.Now().UTC()
@@ -203,8 +204,10 @@ func (t *tally) sample(ctx context.Context, e *study.Env, sc scale, v string, re
 		}
 		return 0, 0, false, ctx.Err()
 	}
-	reason, invalid := c.Near("knee", knee, manifest.CeilingFraction)
+	reason, invalid := attack.KneeValidity(c.RPS, knee, steps)
+	_, byLoadgen := attack.KneeInstrument(steps)
 	s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid),
+		"knee_broke_for_loadgen": b2f(byLoadgen),
 		"steal_share_worst": steal}
 	if maxRate == 0 {
 		s.Values["probe_rps"] = g
@@ -213,7 +216,7 @@ func (t *tally) sample(ctx context.Context, e *study.Env, sc scale, v string, re
 		return 0, 0, false, err
 	}
 	e.Log.Info("ceiling sample", "variant", v, "repeat", rep, "ceiling_rps", int64(c.RPS), "knee_rps", knee, "max_rate", maxRate,
-		"invalid", invalid, "reason", reason, "knee_broke", why)
+		"invalid", invalid, "reason", reason, "knee_broke", kneeBroke(steps))
 	switch v {
 	case variantUncapped:
 		t.uncappedCeil, t.uncappedRatio = append(t.uncappedCeil, c.RPS), append(t.uncappedRatio, knee/c.RPS)
@@ -253,7 +256,7 @@ func (t *tally) check(e *study.Env) error {
 		return err
 	}
 	if err := e.AddCheck("capped knee recognised as the instrument's", t.cappedInvalid == len(caps),
-		"%d of %d capped knees are at or above %.0f %% of the capped ceiling and judged invalid (knee / ceiling %s)",
+		"%d of %d capped knees judged invalid: at or above %.0f %% of the capped ceiling, or broken by the cap (knee / ceiling %s)",
 		t.cappedInvalid, len(caps), 100*manifest.CeilingFraction, fmtList(t.cappedRatio)); err != nil {
 		return err
 	}
@@ -269,12 +272,12 @@ func (t *tally) check(e *study.Env) error {
 // knee of the stack's nginx → fast under the same cap; uncapped (maxRate 0)
 // a closed-loop probe of the route first sizes the knee's steps (g, its
 // rate). why is why the knee search stopped.
-func takeSample(ctx context.Context, e *study.Env, sc scale, maxRate float64) (c *manifest.Ceiling, knee, g float64, why string, err error) {
+func takeSample(ctx context.Context, e *study.Env, sc scale, maxRate float64) (c *manifest.Ceiling, knee, g float64, steps []attack.KneeStep, err error) {
 	pl := e.Placement
 	c, err = ceiling.Measure(ctx, ceiling.Options{Placement: pl.Mode, ServerCPUs: pl.Proxy, Workers: pl.Workers, LoadgenCPUs: pl.Loadgen,
 		Concurrency: sc.conns, MaxRate: maxRate, Warmup: sc.ceilWarmup, Window: sc.ceilWin, Open: true, Log: e.Log})
 	if err != nil {
-		return nil, 0, 0, "", err
+		return nil, 0, 0, nil, err
 	}
 	var step, top float64
 	if maxRate > 0 {
@@ -282,10 +285,10 @@ func takeSample(ctx context.Context, e *study.Env, sc scale, maxRate float64) (c
 	} else {
 		res, err := study.Measure(ctx, study.Load{URL: target, Conns: sc.conns, Duration: sc.probe})
 		if err != nil {
-			return nil, 0, 0, "", fmt.Errorf("probe of %s: %w", target, err)
+			return nil, 0, 0, nil, fmt.Errorf("probe of %s: %w", target, err)
 		}
 		if g = res.RPS(); g <= 0 {
-			return nil, 0, 0, "", fmt.Errorf("probe of %s: no response in %v (%d errors)", target, sc.probe, res.Errors)
+			return nil, 0, 0, nil, fmt.Errorf("probe of %s: no response in %v (%d errors)", target, sc.probe, res.Errors)
 		}
 		step, top = sc.uncappedStep*g, sc.uncappedTop*g
 	}
@@ -296,13 +299,17 @@ func takeSample(ctx context.Context, e *study.Env, sc scale, maxRate float64) (c
 	last, steps, err := a.Knee(ctx, s, attack.KneeOptions{StartRate: step, Step: step, MaxRate: top, StepDuration: sc.kneeStep,
 		MaxInFlight: sc.kneeMaxInFlight, Warmup: sc.kneeWarmup, P99: sc.kneeP99, MaxErrorRatio: sc.kneeMaxErrs}, nil)
 	if err != nil {
-		return nil, 0, 0, "", fmt.Errorf("knee search against %s: %w", target, err)
+		return nil, 0, 0, nil, fmt.Errorf("knee search against %s: %w", target, err)
 	}
-	why = "every step held"
+	return c, last, g, steps, nil
+}
+
+// kneeBroke says what ended a knee search: its last step's rate and why.
+func kneeBroke(steps []attack.KneeStep) string {
 	if n := len(steps); n > 0 && !steps[n-1].Held {
-		why = fmt.Sprintf("%g req/s: %s", steps[n-1].Rate, steps[n-1].Why)
+		return fmt.Sprintf("%g req/s: %s", steps[n-1].Rate, steps[n-1].Why)
 	}
-	return c, last, g, why, nil
+	return "every step held"
 }
 
 func b2f(b bool) float64 {
