@@ -137,11 +137,9 @@ test-swarm-part:
 prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
 	@scripts/prepare.sh
 
-# The unit tests mostly wait (real servers, Prometheus's scrapes, Docker):
-# four packages and four parallel tests each at once, not GOMAXPROCS (2).
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker); go vet runs in make lint, over every build tag
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
-	  go test -count=1 -vet=off -p 4 -parallel 4 -timeout 20m ./...
+	  go test -count=1 -vet=off -timeout 20m ./...
 
 fuzz: ## the Fuzz targets of the repository, each fuzzed for a share of 30 s: as many as start within it, from an offset that rotates with the commit (FUZZTIME=3s per target fuzzes every one; FUZZ_BUDGET=seconds; FUZZ_OFFSET=n)
 	@scripts/fuzz.sh

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -342,8 +343,16 @@ func TestKnee(t *testing.T) {
 	if last != 400 {
 		t.Errorf("knee at %v, want 400 (100, 250, 400 hold; 550 sheds)", last)
 	}
-	if n := len(steps); n != 4 || steps[n-1].Held || steps[n-1].Rate != 550 {
-		t.Errorf("want the search to end on 550/s, not held; got %d steps", n)
+	// A step the loadgen alone broke (a host's stall) is run again and
+	// kept with Retried: those are not steps of the search.
+	var rates []float64
+	for _, s := range steps {
+		if !s.Retried {
+			rates = append(rates, s.Rate)
+		}
+	}
+	if n := len(steps); !slices.Equal(rates, []float64{100, 250, 400, 550}) || steps[n-1].Held || steps[n-1].Retried {
+		t.Errorf("want the search to end on 550/s, not held; got the steps %v (retried ones left out)", rates)
 	}
 }
 

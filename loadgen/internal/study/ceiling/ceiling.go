@@ -208,7 +208,7 @@ func (t *tally) sample(ctx context.Context, e *study.Env, sc scale, v string, re
 	_, byLoadgen := attack.KneeInstrument(steps)
 	s.Values = map[string]float64{"ceiling_rps": c.RPS, "knee_rps": knee, "knee_to_ceiling": knee / c.RPS, "max_rate_rps": maxRate, "knee_invalid": b2f(invalid),
 		"knee_broke_for_loadgen": b2f(byLoadgen),
-		"steal_share_worst": steal}
+		"steal_share_worst":      steal}
 	if maxRate == 0 {
 		s.Values["probe_rps"] = g
 	}
