@@ -64,20 +64,20 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		// Set after the warm-up: its attack has no edges of its own.
 		spec.OnEdge = ed.on
 		spec.SampleRequests = r.gcLogs(ctr) != nil
-		if sl != nil {
-			spec.OnEdge = func(end bool, at time.Time) {
-				ed.on(end, at)
-				if !end {
-					sl.begin(ctx, at)
-				}
-			}
+		// What else starts at the window's start edge: a sliced pair's
+		// slicer, or a faults cell's schedule (which also bins the window).
+		var begin func(context.Context, time.Time)
+		switch {
+		case faults != nil:
+			spec.Split, begin = faults, faults.begin
+		case sl != nil:
+			begin = sl.begin
 		}
-		if faults != nil {
-			spec.Split = faults
+		if begin != nil {
 			spec.OnEdge = func(end bool, at time.Time) {
 				ed.on(end, at)
 				if !end {
-					faults.begin(ctx, at)
+					begin(ctx, at)
 				}
 			}
 		}
