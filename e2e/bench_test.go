@@ -81,7 +81,7 @@ func TestQuickBenchReport(t *testing.T) {
 			for _, f := range c.Validity.Flags {
 				scheduling := f.Code == "loadgen_bound" && f.Severity == "suspect" &&
 					(strings.Contains(f.Reason, "run delay") || strings.Contains(f.Reason, "PSI"))
-				scheduling = scheduling || f.Code == "contended" && f.Severity == "suspect" && stealOnly(f.Reason)
+				scheduling = scheduling || f.Code == "contended" && f.Severity == "suspect" && hostOnly(f.Reason)
 				// The loadgen and the origin share CPU 0: where it, not the
 				// proxy's core, was saturated, the cell says the lab limited it.
 				scheduling = scheduling || f.Code == "instrument_ceiling" && f.Severity == "suspect" && strings.Contains(f.Reason, "the lab limited the cell")

@@ -55,6 +55,10 @@ type flagCell struct {
 	} `json:"latency"`
 	Queued   *float64 `json:"open_loop_queued"`
 	Missed   *float64 `json:"open_loop_missed"`
+	Stall    *struct {
+		Seconds float64   `json:"seconds"`
+		At      time.Time `json:"at"`
+	} `json:"stall"`
 	Validity validity `json:"validity"`
 }
 
@@ -106,10 +110,10 @@ func mustFire(t *testing.T, c flagCell, code, severity string, reasonHas ...stri
 
 func mustStayQuiet(t *testing.T, c flagCell, codes ...string) {
 	t.Helper()
-	// A control the hypervisor starved is no control: its flags may be
-	// true findings about the host (a VM can lose a third of a CPU to
-	// steal in bursts), which the lab cannot place away.
-	if _, why := c.flag("contended"); why != "" && stealOnly(why) {
+	// A control the host starved is no control: its flags may be true
+	// findings about the host (a VM can lose a third of a CPU to steal in
+	// bursts, or stall the loadgen), which the lab cannot place away.
+	if _, why := c.flag("contended"); why != "" && hostOnly(why) {
 		t.Logf("control %s: the hypervisor starved it (%s): its flags %s are not judged", c.ID, why, c.flags())
 		return
 	}
@@ -120,11 +124,11 @@ func mustStayQuiet(t *testing.T, c flagCell, codes ...string) {
 	}
 }
 
-// stealOnly tells a contended flag whose every reason is the hypervisor's
-// steal.
-func stealOnly(why string) bool {
+// hostOnly tells a contended flag whose every reason is the host's: the
+// hypervisor's steal, or a stall that kept the loadgen from running.
+func hostOnly(why string) bool {
 	for _, part := range strings.Split(why, "; ") {
-		if !strings.Contains(part, "the hypervisor stole") {
+		if !strings.Contains(part, "the hypervisor stole") && !strings.Contains(part, "the loadgen could not run for") {
 			return false
 		}
 	}
@@ -781,8 +785,10 @@ func TestProxyCPUMatchesCgroup(t *testing.T) {
 // TestFlagLittlesLaw stops the loadgen itself (SIGSTOP) for a second in the
 // middle of an open-loop window: the requests due meanwhile wait unsent, so
 // their coordinated-omission-corrected latency is not matched by requests
-// in flight, and Little's law no longer holds. The same cell without the
-// stop is the control.
+// in flight, and Little's law no longer holds. The same stall is judged
+// per second: the cell is contended, its reason naming how long the
+// loadgen could not run and when. The same cell without the stop is the
+// control of both.
 func TestFlagLittlesLaw(t *testing.T) {
 	results := t.TempDir()
 	args := []string{"-tier", "4s", "-proxies", "nginx", "-origins", "fast", "-scenarios", "slow", "-slow-delay", "20ms",
@@ -790,12 +796,22 @@ func TestFlagLittlesLaw(t *testing.T) {
 	id := "nginx.fast.slow.4s.r1"
 	ctl := cell(t, runCells(t, results, "little-ok", nil, args...), id)
 	mustStayQuiet(t, ctl, "littles_law")
+	// Nobody stopped the control's loadgen: the host may still have (a
+	// stall of 50 ms or more is then a true finding), but not for half
+	// of the second the stopped cell lost.
+	if ctl.Stall != nil {
+		t.Logf("control %s: the loadgen's longest stall in the window %.0f ms", ctl.ID, 1000*ctl.Stall.Seconds)
+		if ctl.Stall.Seconds >= 0.5 {
+			t.Errorf("control %s: a stall of %.3f s although nobody stopped the loadgen", ctl.ID, ctl.Stall.Seconds)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd, lines := startRun(t, ctx, results, "little-stop", args...)
 	waitLine(t, lines, "cell="+id, 60*time.Second)
 	time.Sleep(2 * time.Second)
+	stopped := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -810,6 +826,17 @@ func TestFlagLittlesLaw(t *testing.T) {
 	}
 	c := cell(t, reportCells(t, results, "little-stop"), id)
 	mustFire(t, c, "littles_law", "suspect", "in-flight")
+	mustFire(t, c, "contended", "suspect", "the loadgen could not run for")
+	switch {
+	case c.Stall == nil:
+		t.Errorf("%s: no stall recorded, stopped for 1 s", c.ID)
+	case c.Stall.Seconds < 0.9 || c.Stall.Seconds > 1.5:
+		t.Errorf("%s: stall %.3f s, stopped for 1 s", c.ID, c.Stall.Seconds)
+	case c.Stall.At.Sub(stopped).Abs() > 200*time.Millisecond:
+		t.Errorf("%s: stall due %v after the stop began, want within 200 ms", c.ID, c.Stall.At.Sub(stopped))
+	default:
+		t.Logf("%s: stall %.3f s due %v after the stop began", c.ID, c.Stall.Seconds, c.Stall.At.Sub(stopped))
+	}
 }
 
 // TestFlagNoServerSide runs a cell whose loadgen serves /metrics where

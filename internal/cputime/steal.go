@@ -10,21 +10,28 @@ import (
 // The hypervisor's steal, judged per second: a burst that takes a CPU for
 // a few seconds owns a short measurement's tail while its average over
 // the whole measurement stays small, so the worst share over any second
-// is what says whether a measurement was the host's or the lab's.
+// is what says whether a measurement was the host's or the lab's. The
+// same watch times its own wake-ups: a wake-up that came late means the
+// watching process could not run (the host stalled it, whatever took the
+// CPU), which steal alone does not show.
 const (
 	StealSpan  = time.Second            // the steal share is judged over any span this long
 	StealEvery = 100 * time.Millisecond // /proc/stat is read this often during a watch
+	StallEvery = 10 * time.Millisecond  // the watch wakes this often: a stall is timed to within this
 )
 
 // StealWatch reads /proc/stat every StealEvery until stopped and keeps the
-// worst steal share of its CPUs over any StealSpan.
+// worst steal share of its CPUs over any StealSpan, and the longest one of
+// its wake-ups (every StallEvery) came late (its stall).
 type StealWatch struct {
-	cpus  []int
-	quit  chan struct{}
-	done  chan struct{}
-	mu    sync.Mutex
-	worst float64
-	err   error
+	cpus    []int
+	quit    chan struct{}
+	done    chan struct{}
+	mu      sync.Mutex
+	worst   float64
+	stall   time.Duration
+	stallAt time.Time
+	err     error
 }
 
 // stealReading is one reading of /proc/stat.
@@ -53,14 +60,25 @@ func WatchSteal(cpus []int) *StealWatch {
 
 func (w *StealWatch) loop(first stealReading) {
 	defer close(w.done)
-	t := time.NewTicker(StealEvery)
+	t := time.NewTicker(StallEvery)
 	defer t.Stop()
 	readings := []stealReading{first}
 	for stopping := false; !stopping; {
 		select {
 		case <-w.quit:
 			stopping = true // one last reading, up to the stop
-		case <-t.C:
+		case due := <-t.C:
+			// The tick waiting in the channel is the first one the
+			// watch missed: how late it is read is how long the process
+			// could not run, to within StallEvery.
+			if late := time.Since(due); late > w.stall {
+				w.mu.Lock()
+				w.stall, w.stallAt = late, due
+				w.mu.Unlock()
+			}
+			if time.Since(readings[len(readings)-1].at) < StealEvery-StallEvery/2 {
+				continue
+			}
 		}
 		r, err := readSteal()
 		if err == nil {
@@ -125,4 +143,15 @@ func (w *StealWatch) Stop() (float64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.worst, w.err
+}
+
+// Stall is, after Stop, the longest the watch's wake-up came late and
+// when it was due: how long the watching process could not run. Go's
+// scheduler alone delays a wake-up by up to a few milliseconds on a busy
+// process; a stall of tens of milliseconds is the host's.
+func (w *StealWatch) Stall() (time.Duration, time.Time) {
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stall, w.stallAt
 }

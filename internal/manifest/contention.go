@@ -1,6 +1,9 @@
 package manifest
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // The roles of a cell whose CPUs the loadgen watches (Contention.Roles).
 const (
@@ -96,3 +99,29 @@ type Throttling struct {
 // contended threshold for steal, and the share over any 1 s at which a
 // study retakes a sample.
 const StealStarvedShare = 0.20
+
+// A stall of the loadgen (it could not run) disturbs a window when it
+// lasts StallFloor or more and StallShare or more of the window: the
+// requests due during it wait for the host, and 1 % of them own a p99.
+// Below the floor a stall is the scheduler's ordinary noise on a busy
+// host.
+const (
+	StallFloor = 0.050
+	StallShare = 0.01
+)
+
+// Stall is the longest the loadgen could not run during a cell's window.
+type Stall struct {
+	Seconds float64   `json:"seconds"`
+	At      time.Time `json:"at"` // when the wake-up it missed was due
+}
+
+// Disturbing is the stall's wording when it disturbed a window of
+// window seconds starting at start (StallFloor, StallShare), "" when not.
+func (s *Stall) Disturbing(start time.Time, window float64) string {
+	if s == nil || window <= 0 || s.Seconds < StallFloor || s.Seconds/window < StallShare {
+		return ""
+	}
+	return fmt.Sprintf("the loadgen could not run for %.0f ms at +%.1f s into the window (%.1f %% of it, >= %.0f %% and >= %.0f ms): the requests due then waited for the host",
+		1000*s.Seconds, s.At.Sub(start).Seconds(), 100*s.Seconds/window, 100*StallShare, 1000*StallFloor)
+}

@@ -185,6 +185,10 @@ type Cell struct {
 	// hypervisor stole over any second of the window (cputime.StealWatch);
 	// nil when /proc/stat could not be read.
 	StealWorstSecond *float64 `json:"steal_worst_second_share,omitempty"`
+	// Stall is the longest the loadgen could not run during the window
+	// (its watch's wake-up came that late, cputime.StealWatch.Stall); nil
+	// when it was not watched.
+	Stall *Stall `json:"stall,omitempty"`
 	// Disturbed says what of the host disturbed the window (Disturbance);
 	// a paired comparison leaves out a pair with a disturbed cell.
 	Disturbed string `json:"disturbed,omitempty"`

@@ -78,7 +78,8 @@ const (
 
 // Disturbance says what of the host disturbed c's window, "" when
 // nothing did: the hypervisor stole StealStarvedShare or more of some
-// second of the host's CPUs, or some role's CPUs spent
+// second of the host's CPUs, the loadgen could not run for long enough
+// to own the tail (Stall.Disturbing), or some role's CPUs spent
 // ForeignStarvedShare or more of the window on other processes while its
 // threads waited RunDelayStarvedPerS or more per second. Such a window
 // measured the host's neighbours, not the proxy: a paired comparison
@@ -86,6 +87,9 @@ const (
 func (c *Cell) Disturbance() string {
 	if c.StealWorstSecond != nil && *c.StealWorstSecond >= StealStarvedShare {
 		return fmt.Sprintf("the hypervisor stole %.0f %% of a second of the host's CPUs (>= %.0f %%)", 100**c.StealWorstSecond, 100*StealStarvedShare)
+	}
+	if why := c.Stall.Disturbing(c.Start, c.DurationS); why != "" {
+		return why
 	}
 	if c.Contention == nil || c.Contention.WindowSeconds <= 0 {
 		return ""

@@ -86,6 +86,7 @@ func (r *Runner) runCell(ctx context.Context, n int, c plan.Cell, ctr *dockerx.C
 		res, per, err = r.attackMix(ctx, c, spec, r.display().Progress)
 		if worst, serr := steal.Stop(); serr == nil {
 			mc.StealWorstSecond = &worst
+			mc.Stall = windowStall(steal, res)
 		}
 		if res == nil && err == nil {
 			err = errNoResult
@@ -259,4 +260,25 @@ func (r *Runner) probeAfter(ctx context.Context, c plan.Cell) string {
 		return fmt.Sprintf("origin %s stopped answering on its own port (%s)", c.Origin, res.Short)
 	}
 	return fmt.Sprintf("proxy %s stopped answering (%s)", c.Proxy, res.Short)
+}
+
+// windowStall is the part of the watch's longest stall inside res's
+// window (a stall in the warm-up or the drain does not touch the window's
+// counts), nil when none of it was or without a result.
+func windowStall(w *cputime.StealWatch, res *attack.Result) *manifest.Stall {
+	d, at := w.Stall()
+	if res == nil || d <= 0 {
+		return nil
+	}
+	from, to := at, at.Add(d)
+	if from.Before(res.Start) {
+		from = res.Start
+	}
+	if to.After(res.End) {
+		to = res.End
+	}
+	if !to.After(from) {
+		return nil
+	}
+	return &manifest.Stall{Seconds: to.Sub(from).Seconds(), At: from}
 }

@@ -400,6 +400,7 @@ func mergeManifest(c *report.Cell, mc *manifest.Cell) {
 		c.StealWorstSecond = report.Num(*mc.StealWorstSecond)
 	}
 	c.Disturbed = mc.Disturbed
+	c.Stall = mc.Stall
 	c.Workers = mc.Workers
 	takeLate := func() {
 		c.Late, c.LateCodes, c.LateReasons, c.LateSource = mc.Late, mc.LateCodes, mc.LateReasons, report.LateFromManifest

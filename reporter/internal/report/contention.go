@@ -111,6 +111,14 @@ func judgeContention(c *Cell, th ContentionThresholds, add func(code, sev, forma
 	if w := c.StealWorstSecond; w.Known() && float64(w) >= th.StealShare {
 		who = append(who, fmt.Sprintf("the host: the hypervisor stole %.0f %% of its CPUs in the window's worst second (>= %s)", 100*float64(w), Pct(th.StealShare)))
 	}
+	// A stall of the loadgen (it could not run, whoever took the CPU) is
+	// judged on what it did to the window: long enough and a large
+	// enough share of it to own the tail (manifest.Stall.Disturbing).
+	if c.DurationS.Known() {
+		if why := c.Stall.Disturbing(c.Start, float64(c.DurationS)); why != "" {
+			who = append(who, why)
+		}
+	}
 	if len(who) > 0 {
 		add(FlagContended, Suspect, "%s", strings.Join(who, "; "))
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"proxybench/internal/manifest"
 )
@@ -186,6 +187,45 @@ func TestJudgeStealPerSecond(t *testing.T) {
 		}
 		if got := strings.Contains(why, "worst second"); got != tc.fire {
 			t.Errorf("%s: contended %q, want fired %v", tc.name, why, tc.fire)
+		}
+	}
+}
+
+// TestJudgeStall: a stall of the loadgen is judged on what it did to the
+// window: at least manifest.StallFloor long and manifest.StallShare of
+// the window. The stall itself is made for real (SIGSTOP) in
+// internal/cputime and e2e's TestFlagLittlesLaw; here the reading is
+// carried as a real run writes it.
+func TestJudgeStall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		seconds float64
+		window  float64
+		fire    bool
+	}{
+		{"1 s in a 4 s window", 1, 4, true},
+		{"at both thresholds: 50 ms of 5 s", 0.050, 5, true},
+		{"50 ms of a 60 s window: under 1 %", 0.050, 60, false},
+		{"600 ms of a 60 s window: 1 %", 0.600, 60, true},
+		{"just under the floor", 0.049, 2, false},
+	} {
+		c := baseCell()
+		c.Contention = []RoleContention{quiet(manifest.RoleLoadgen), quiet(manifest.RoleProxy)}
+		c.DurationS = Num(tc.window)
+		c.Stall = &manifest.Stall{Seconds: tc.seconds, At: c.Start.Add(time.Second)}
+		Judge(&c, DefaultThresholds, false)
+		why := ""
+		for _, f := range c.Validity.Flags {
+			if f.Code == FlagContended && f.Severity == Suspect {
+				why = f.Reason
+			}
+		}
+		if got := strings.Contains(why, "the loadgen could not run for"); got != tc.fire {
+			t.Errorf("%s: contended %q, want fired %v", tc.name, why, tc.fire)
+		}
+		if tc.fire && !strings.Contains(why, "at +1.0 s into the window") {
+			t.Errorf("%s: the reason %q does not say when", tc.name, why)
 		}
 	}
 }

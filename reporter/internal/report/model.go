@@ -207,6 +207,9 @@ type Cell struct {
 	// disturbed the window: a paired comparison leaves its pair out.
 	StealWorstSecond Num    `json:"steal_worst_second_share"`
 	Disturbed        string `json:"disturbed,omitempty"`
+	// Stall is the longest the loadgen could not run inside the window
+	// (the manifest's); nil when it was not watched or never stalled.
+	Stall *manifest.Stall `json:"stall,omitempty"`
 	// Sliced is, for an arm of a sliced duet, how it was measured: its
 	// GoodputRPS and CPU per request are its typical slice's
 	// (manifest.Slices.Typical); its counts the sums of its slices.
