@@ -53,9 +53,9 @@ type flagCell struct {
 	Latency struct {
 		P99 *float64 `json:"p99"`
 	} `json:"latency"`
-	Queued   *float64 `json:"open_loop_queued"`
-	Missed   *float64 `json:"open_loop_missed"`
-	Stall    *struct {
+	Queued *float64 `json:"open_loop_queued"`
+	Missed *float64 `json:"open_loop_missed"`
+	Stall  *struct {
 		Seconds float64   `json:"seconds"`
 		At      time.Time `json:"at"`
 	} `json:"stall"`
