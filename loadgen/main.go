@@ -28,6 +28,7 @@ import (
 	"proxybench/loadgen/internal/ceiling"
 	"proxybench/loadgen/internal/certscmd"
 	"proxybench/loadgen/internal/fleet"
+	"proxybench/loadgen/internal/perfcmd"
 	"proxybench/loadgen/internal/placementcmd"
 	"proxybench/loadgen/internal/preflight"
 	"proxybench/loadgen/internal/runner"
@@ -52,6 +53,7 @@ var commands = map[string]command{
 	"placement": placementcmd.Main,
 	"study":     study.Command(netstack.Study, cc.Study, scaleout.Study, ceilingstudy.Study),
 	"certs":     certscmd.Main,
+	"perf":      perfcmd.Main,
 	"ceiling":   ceiling.Main,
 	// Started by loadgen run and loadgen study, pinned where the proxy
 	// runs, to measure the loadgen's own ceiling against it.
@@ -59,6 +61,8 @@ var commands = map[string]command{
 	// Started by loadgen run -loadgens N: each sends its segment of every
 	// cell's load.
 	fleet.Command: fleet.Main,
+	// Started by loadgen perf, pinned away from the load tools.
+	perfcmd.TLSOriginCommand: perfcmd.TLSOriginMain,
 	// Run by scripts/swarm.sh between docker compose config and docker
 	// stack deploy.
 	swarmstack.Command: swarmstack.Main,
@@ -66,7 +70,7 @@ var commands = map[string]command{
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling|worker|swarmstack [flags]   (loadgen CMD -h for flags)")
+		fmt.Fprintln(stderr, "usage: loadgen run|attack|preflight|placement|study|certs|ceiling|perf|worker|swarmstack [flags]   (loadgen CMD -h for flags)")
 		return 2
 	}
 	// The first Ctrl-C cancels ctx so the current cell ends cleanly and every

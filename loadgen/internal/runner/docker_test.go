@@ -255,14 +255,18 @@ func TestDockerArms(t *testing.T) {
 // duet stops and what a slice counts, not how finely it resolves.
 func TestDockerSequentialDuet(t *testing.T) {
 	t.Parallel()
-	ctx, dc, img := realEngine(t)
-	project := fmt.Sprintf("pbseq-test-%d", os.Getpid())
-	proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
-	addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
 	// A window per arm, then the same duet sliced: 500 ms slices, the
-	// quota switched 4 times in each pair's 2 s window.
-	for _, mode := range [][]string{nil, {"-duet-slice", "500ms"}} {
-		sequentialDuet(t, ctx, dc, project, proxyID, addr, mode)
+	// quota switched 4 times in each pair's 2 s window. Each has a proxy
+	// container of its own, so the two run side by side.
+	for name, mode := range map[string][]string{"window": nil, "sliced": {"-duet-slice", "500ms"}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, dc, img := realEngine(t)
+			project := fmt.Sprintf("pbseq-%s-test-%d", name, os.Getpid())
+			proxyID := dockerRun(t, project, "nginx", "proxy", "--cpus", "2", img, "python3", "-c", pyProxy)
+			addr := "127.0.0.1:" + loggedPort(t, ctx, proxyID)
+			sequentialDuet(t, ctx, dc, project, proxyID, addr, mode)
+		})
 	}
 }
 
