@@ -41,13 +41,13 @@ func TestMain(m *testing.M) {
 }
 
 // TestToolOutputs reads each tool's request count from its real output
-// (testdata/<tool>.out, captured from the tool's own run), and refuses an
+// (testdata/<tool>.txt, captured from the tool's own run), and refuses an
 // output without one.
 func TestToolOutputs(t *testing.T) {
 	for name, want := range map[string]int64{
 		"loadgen": 33929, "wrk": 39625, "hey": 11683, "vegeta": 41293, "h2load": 40520,
 	} {
-		b, err := os.ReadFile(filepath.Join("testdata", name+".out"))
+		b, err := os.ReadFile(filepath.Join("testdata", name+".txt"))
 		if err != nil {
 			t.Fatal(err)
 		}
