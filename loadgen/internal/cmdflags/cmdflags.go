@@ -1,6 +1,7 @@
 // Package cmdflags owns what the loadgen's flag-only subcommands share in
 // reading their command line: -h prints the usage and exits 0, a bad flag
-// or any argument that is not a flag exits 2.
+// or any argument that is not a flag exits 2; a comma-separated value is
+// a list (List).
 package cmdflags
 
 import (
@@ -8,7 +9,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
+
+// List is a comma-separated flag value's items, each trimmed, empty ones
+// left out ("nginx, caddy," is nginx and caddy; "" is none).
+func List(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
 
 // Parse parses args into fs, which takes flags only. ok is false when the
 // command must end now with exit code rc: 0 after -h, 2 on a bad flag or

@@ -3,6 +3,7 @@ package cmdflags
 import (
 	"bytes"
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,16 @@ func TestParse(t *testing.T) {
 		rc, ok := Parse(fs, c.args, &stderr)
 		if rc != c.rc || ok != c.ok || !strings.Contains(stderr.String(), c.stderr) {
 			t.Errorf("%q: rc %d ok %v stderr %q; want %d %v and %q", c.args, rc, ok, stderr.String(), c.rc, c.ok, c.stderr)
+		}
+	}
+}
+
+func TestList(t *testing.T) {
+	for in, want := range map[string][]string{
+		"": nil, ",": nil, "nginx": {"nginx"}, " nginx, caddy ,": {"nginx", "caddy"}, "a,,b": {"a", "b"},
+	} {
+		if got := List(in); !slices.Equal(got, want) {
+			t.Errorf("List(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -86,7 +87,7 @@ func parse(args []string, stderr io.Writer) (config, int, bool) {
 	if rc, ok := cmdflags.Parse(fs, args, stderr); !ok {
 		return c, rc, false
 	}
-	c.Tools, c.TLSTools = list(plainList), list(tlsList)
+	c.Tools, c.TLSTools = cmdflags.List(plainList), cmdflags.List(tlsList)
 	bad := func(format string, a ...any) (config, int, bool) {
 		fmt.Fprintf(stderr, "loadgen perf: "+format+"\n", a...)
 		return c, 2, false
@@ -117,24 +118,7 @@ func parse(args []string, stderr io.Writer) (config, int, bool) {
 	return c, 0, true
 }
 
-func list(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func toolNames() []string {
-	var ns []string
-	for n := range tools {
-		ns = append(ns, n)
-	}
-	slices.Sort(ns)
-	return ns
-}
+func toolNames() []string { return slices.Sorted(maps.Keys(tools)) }
 
 // round is one tool's run.
 type round struct {

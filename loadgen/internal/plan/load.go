@@ -19,6 +19,7 @@ import (
 	"proxybench/internal/placement"
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
+	"proxybench/loadgen/internal/cmdflags"
 )
 
 // field is one plan setting as a flag: the flag's help text and its parser
@@ -36,14 +37,14 @@ var fields = []field{
 	{name: "tier", usage: "`tier`: quick (5s), medium (60s), soak (300s), all, or durations such as 10s,90s",
 		get: func(p *Plan) string { return p.Tier }, set: func(p *Plan, s string) error { p.Tier = s; return nil }},
 	{name: "proxies", usage: "comma list of `proxies`, run in this order",
-		get: func(p *Plan) string { return strings.Join(p.Proxies, ",") }, set: func(p *Plan, s string) error { p.Proxies = list(s); return nil }},
+		get: func(p *Plan) string { return strings.Join(p.Proxies, ",") }, set: func(p *Plan, s string) error { p.Proxies = cmdflags.List(s); return nil }},
 	{name: "direct", usage: "add the direct control: in every round, each origin measured with no proxy (the loadgen straight to its host port, same load), for the report's \"What the proxy adds\"; its latency is compared only in an open loop (-rate)", bool: true,
 		get: func(p *Plan) string { return strconv.FormatBool(p.Direct) },
 		set: func(p *Plan, s string) (err error) { p.Direct, err = strconv.ParseBool(s); return err }},
 	{name: "origins", usage: "comma list of `origins`",
-		get: func(p *Plan) string { return strings.Join(p.Origins, ",") }, set: func(p *Plan, s string) error { p.Origins = list(s); return nil }},
+		get: func(p *Plan) string { return strings.Join(p.Origins, ",") }, set: func(p *Plan, s string) error { p.Origins = cmdflags.List(s); return nil }},
 	{name: "scenarios", usage: "comma list of `scenarios` (" + scenarioNames() + ")",
-		get: func(p *Plan) string { return strings.Join(p.Scenarios, ",") }, set: func(p *Plan, s string) error { p.Scenarios = list(s); return nil }},
+		get: func(p *Plan) string { return strings.Join(p.Scenarios, ",") }, set: func(p *Plan, s string) error { p.Scenarios = cmdflags.List(s); return nil }},
 	{name: "mode", usage: "load `mode`: closed, open or stages (default: open when -rate > 0, stages when -stages given, else closed)",
 		get: func(p *Plan) string { return p.Mode }, set: func(p *Plan, s string) error { p.Mode = s; return nil }},
 	{name: "concurrency", usage: "closed loop: connections; open loop: max requests in flight (`n`)",
@@ -287,16 +288,6 @@ func formatStages(st []Stage) string {
 		parts[i] = fmt.Sprintf("%s:%g", s.Duration, s.Target)
 	}
 	return strings.Join(parts, ",")
-}
-
-func list(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func intField(ptr func(*Plan) *int) func(*Plan, string) error {

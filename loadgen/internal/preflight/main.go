@@ -71,7 +71,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, log *slo
 	if rc, ok := cmdflags.Parse(fs, args, stderr); !ok {
 		return rc
 	}
-	o := Options{Proxies: split(*proxies), Origins: split(*origins), Project: *project, Timeout: *timeout, Wait: *wait, TLSVersion: *tlsVersion}
+	o := Options{Proxies: cmdflags.List(*proxies), Origins: cmdflags.List(*origins), Project: *project, Timeout: *timeout, Wait: *wait, TLSVersion: *tlsVersion}
 	var err error
 	if o.Protos, err = parseProtos(*protos); err != nil {
 		fmt.Fprintf(stderr, "loadgen preflight: -proto: %v\n", err)
@@ -223,14 +223,4 @@ func version(ctx context.Context, d Versioner, project, proxy string) (string, e
 		return "? (version command failed)", err
 	}
 	return v, nil
-}
-
-func split(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
 	"proxybench/internal/tlscert"
+	"proxybench/loadgen/internal/cmdflags"
 	"proxybench/loadgen/internal/routecheck"
 	"proxybench/loadgen/internal/wire"
 )
@@ -35,7 +36,7 @@ func (c tlsCheck) broken() bool { return c.na == "" && !c.res.OK }
 // parseProtos reads -proto: a comma list of the protocols over TLS.
 func parseProtos(s string) ([]wire.Proto, error) {
 	var out []wire.Proto
-	for _, n := range split(s) {
+	for _, n := range cmdflags.List(s) {
 		p, err := wire.ParseProto(n)
 		if err != nil {
 			return nil, err
