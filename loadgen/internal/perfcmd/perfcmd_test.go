@@ -3,6 +3,7 @@ package perfcmd
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,16 +23,8 @@ import (
 // origin), so the real-run test needs no build.
 func TestMain(m *testing.M) {
 	if os.Getenv("PERFCMD_TEST_AS_LOADGEN") == "1" && len(os.Args) > 1 {
-		cmds := map[string]func(context.Context, []string, *os.File, *os.File, *slog.Logger) int{
-			"attack": func(ctx context.Context, a []string, o, e *os.File, l *slog.Logger) int {
-				return attackcmd.Main(ctx, a, o, e, l)
-			},
-			ceiling.ServerCommand: func(ctx context.Context, a []string, o, e *os.File, l *slog.Logger) int {
-				return ceiling.ServerMain(ctx, a, o, e, l)
-			},
-			TLSOriginCommand: func(ctx context.Context, a []string, o, e *os.File, l *slog.Logger) int {
-				return TLSOriginMain(ctx, a, o, e, l)
-			},
+		cmds := map[string]func(context.Context, []string, io.Writer, io.Writer, *slog.Logger) int{
+			"attack": attackcmd.Main, ceiling.ServerCommand: ceiling.ServerMain, TLSOriginCommand: TLSOriginMain,
 		}
 		if f := cmds[os.Args[1]]; f != nil {
 			os.Exit(f(context.Background(), os.Args[2:], os.Stdout, os.Stderr, slog.New(slog.NewTextHandler(os.Stderr, nil))))

@@ -26,9 +26,6 @@ type tool struct {
 	// the loadgen must reach against it (0: none set).
 	baseline string
 	want     float64
-	// pkg is the Debian package that installs the tool (scripts/perf.sh
-	// installs it), "" when the tool is ours or built from Go modules.
-	pkg string
 }
 
 // loadgenAttack is `loadgen attack` with the extra flags.
@@ -49,10 +46,10 @@ var tools = map[string]tool{
 	"loadgen-nethttp": {argv: loadgenAttack(plainURL, "-engine", "net-http"), requests: loadgenRequests, baseline: "loadgen"},
 	"wrk": {argv: func(c config) []string {
 		return []string{"wrk", "-t1", "-c", strconv.Itoa(c.Conns), "-d", seconds(c), c.URL}
-	}, requests: wrkRequests, baseline: "loadgen", want: 0.8, pkg: "wrk"},
+	}, requests: wrkRequests, baseline: "loadgen", want: 0.8},
 	"hey": {argv: func(c config) []string {
 		return []string{"hey", "-c", strconv.Itoa(c.Conns), "-z", seconds(c), "-disable-compression", c.URL}
-	}, requests: heyRequests, baseline: "loadgen", want: 1.5, pkg: "hey"},
+	}, requests: heyRequests, baseline: "loadgen", want: 1.5},
 	"vegeta": {argv: func(c config) []string {
 		n := strconv.Itoa(c.Conns)
 		return []string{"sh", "-c", `"$0" attack -rate=0 -workers "$1" -max-workers "$1" -connections "$1" -duration "$2" | "$0" report`,
@@ -66,10 +63,10 @@ var tools = map[string]tool{
 	}, requests: loadgenRequests, tls: true},
 	"wrk-tls": {argv: func(c config) []string {
 		return []string{"wrk", "-t1", "-c", strconv.Itoa(c.Conns), "-d", seconds(c), c.TLSURL}
-	}, requests: wrkRequests, tls: true, baseline: "loadgen-tls", want: 0.8, pkg: "wrk"},
+	}, requests: wrkRequests, tls: true, baseline: "loadgen-tls", want: 0.8},
 	"h2load": {argv: func(c config) []string {
 		return []string{"h2load", "-t1", "-c", strconv.Itoa(c.Conns), "-m", strconv.Itoa(c.Streams), "-D", strconv.Itoa(int(c.Duration.Seconds())), c.TLSURL}
-	}, requests: h2loadRequests, tls: true, baseline: "loadgen-h2", want: 0.8, pkg: "nghttp2-client"},
+	}, requests: h2loadRequests, tls: true, baseline: "loadgen-h2", want: 0.8},
 }
 
 // seconds is the duration as the other tools take it ("10s").
