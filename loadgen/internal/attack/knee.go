@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"proxybench/internal/cputime"
 	"proxybench/internal/manifest"
 	"proxybench/loadgen/internal/load"
 )
@@ -20,8 +21,11 @@ import (
 // once more at the same rate, its first run kept with Retried set: a host's
 // stall of a few milliseconds near a window's end is not the target's knee,
 // and a loadgen that truly cannot keep up breaks the second run too (a step
-// at or above the cap is not run again: the cap is no stall). Every
-// step is an open loop
+// at or above the cap is not run again: the cap is no stall). So is a
+// step whose p99 broke while the loadgen's process could not run for about
+// as long as the tail's excess over the median (its stall, timed by a
+// cputime.StealWatch around each step): a request caught in the stall
+// waited out the host, not the target. Every step is an open loop
 // (load.Open, s.Load is not used) of StepDuration with at most MaxInFlight
 // in flight; the first is preceded by the warm-up of WarmUp at StartRate
 // when o.Warmup is set. last is the last rate that held, 0 if none did.
@@ -50,14 +54,17 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	} // cut short by ctx: the first step reports the interruption
 	for rate, retried := o.StartRate, false; rate <= o.MaxRate+1e-9; {
 		s.Load = step(rate)
+		watch := cputime.WatchSteal(nil)
 		res, err := run(ctx, s)
+		watch.Stop()
+		stall, _ := watch.Stall()
 		if err != nil {
 			if res != nil {
 				steps = append(steps, KneeStep{Rate: rate, Result: res, Why: "interrupted", WarmupStart: warmStart})
 			}
 			return last, steps, err
 		}
-		why, retry, instrument := kneeWhy(res, o, rate, s.MaxRate)
+		why, retry, instrument := kneeWhy(res, o, rate, s.MaxRate, stall)
 		st := KneeStep{Rate: rate, Result: res, Why: why, Held: why == "", Instrument: instrument, WarmupStart: warmStart}
 		warmStart = time.Time{}
 		if retry && !retried {
@@ -79,10 +86,11 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 // loadgen could not keep up), or the MaxRate cap. A broken step at or above
 // the cap, or one whose sends the cap held (more than 1 %: after a stall
 // the cap lets the backlog out at only the cap's rate), names the cap
-// first. retry is true for missed sends below the cap (a host's stall,
-// worth a second run).
-func kneeWhy(res *Result, o KneeOptions, rate, maxRate float64) (why string, retry, instrument bool) {
-	why, loadgen := kneeBroke(res, o)
+// first. retry is true for missed sends below the cap, or a p99 the
+// loadgen's stall (the longest time its process could not run during the
+// step) accounts for: a host's stall, worth a second run.
+func kneeWhy(res *Result, o KneeOptions, rate, maxRate float64, stall time.Duration) (why string, retry, instrument bool) {
+	why, loadgen := kneeBroke(res, o, stall)
 	retry = loadgen && (maxRate <= 0 || rate < maxRate)
 	instrument = loadgen
 	if why != "" && maxRate > 0 && (rate >= maxRate || 100*res.Held > res.Sent) {
@@ -122,7 +130,7 @@ func KneeInstrument(steps []KneeStep) (why string, ok bool) {
 	return fmt.Sprintf("the step at %g req/s broke for the loadgen, not the target (%s): the breaking point is the instrument's", last.Rate, last.Why), true
 }
 
-func kneeBroke(res *Result, o KneeOptions) (why string, loadgen bool) {
+func kneeBroke(res *Result, o KneeOptions, stall time.Duration) (why string, loadgen bool) {
 	total := res.Requests + res.Errors
 	failed := res.Errors
 	for code, n := range res.Codes {
@@ -136,6 +144,11 @@ func kneeBroke(res *Result, o KneeOptions) (why string, loadgen bool) {
 		return "no request completed", false
 	case float64(failed)/float64(total) > o.MaxErrorRatio:
 		return fmt.Sprintf("error ratio %.4f > %.4f (errors and 5xx)", float64(failed)/float64(total), o.MaxErrorRatio), false
+	case p99 > o.P99 && stall > 0 && stall+cputime.StallEvery >= p99-res.Quantile(50):
+		// The tail's excess over the median fits inside one stall of
+		// the loadgen's process (timed to within StallEvery).
+		return fmt.Sprintf("p99 %v > %v while the loadgen could not run for %v (a host's stall, not the target's tail)",
+			p99.Round(time.Microsecond), o.P99, stall.Round(time.Millisecond)), true
 	case p99 > o.P99:
 		return fmt.Sprintf("p99 %v > %v", p99.Round(time.Microsecond), o.P99), false
 	case float64(res.Sent-res.Queued) < 0.99*float64(res.Scheduled):

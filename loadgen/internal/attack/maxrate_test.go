@@ -58,7 +58,7 @@ func TestMaxRateHolds(t *testing.T) {
 				if p50 := res.Quantile(50); p50 < 100*time.Millisecond {
 					t.Errorf("open: p50 %v; the hold must count from the intended send time", p50)
 				}
-				if why, retry, instrument := kneeWhy(res, KneeOptions{P99: time.Hour, MaxErrorRatio: 1}, 2*cap, cap); why == "" || retry || !instrument || !strings.Contains(why, "max rate cap of 400 req/s") {
+				if why, retry, instrument := kneeWhy(res, KneeOptions{P99: time.Hour, MaxErrorRatio: 1}, 2*cap, cap, 0); why == "" || retry || !instrument || !strings.Contains(why, "max rate cap of 400 req/s") {
 					t.Errorf("open: a step the cap held at twice the cap: %q (run again %v), want the cap named and no second run", why, retry)
 				}
 			}

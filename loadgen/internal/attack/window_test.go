@@ -300,24 +300,40 @@ func TestKneeStopsWhenMaxInFlightIsReached(t *testing.T) {
 }
 
 // The knee tells the target's saturation (capped sends) from a loadgen that
-// could not keep up (misses without capping).
+// could not keep up (misses without capping), and a target's tail from one
+// a stall of the loadgen's process accounts for.
 func TestKneeWhyTellsCappedFromMissed(t *testing.T) {
 	t.Parallel()
 	o := KneeOptions{P99: time.Second, MaxErrorRatio: 0.01}
 	ok := map[int]int64{200: 900}
+	// 98 responses of 5 ms and two of 1.3 s: a p99 of 1.3 s (to the
+	// histogram's precision), 1.295 s over
+	// the median.
+	tail := newHist()
+	for i := range 100 {
+		v := int64(5000)
+		if i >= 98 {
+			v = 1_300_000
+		}
+		tail.RecordValue(v)
+	}
+	slow := Result{Requests: 100, Codes: map[int]int64{200: 100}, Scheduled: 100, Sent: 100, Hist: tail}
 	for _, tc := range []struct {
-		name string
-		res  Result
-		want string
+		name  string
+		res   Result
+		stall time.Duration
+		want  string
 	}{
-		{"held", Result{Requests: 1000, Codes: map[int]int64{200: 1000}, Scheduled: 1000, Sent: 995, Missed: 5}, ""},
-		{"capped", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 400},
+		{"tail", slow, 30 * time.Millisecond, "p99 1.300479s > 1s"},
+		{"loadgen", slow, 1290 * time.Millisecond, "p99 1.300479s > 1s while the loadgen could not run for 1.29s (a host's stall, not the target's tail)"},
+		{"held", Result{Requests: 1000, Codes: map[int]int64{200: 1000}, Scheduled: 1000, Sent: 995, Missed: 5}, 0, ""},
+		{"capped", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 400}, 0,
 			"sent 900 of 1000 scheduled inside the window: max in flight reached (capped 400, 0 queued past its end)"},
-		{"loadgen", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 2, LagP99: 30 * time.Millisecond},
+		{"loadgen", Result{Requests: 900, Codes: ok, Scheduled: 1000, Sent: 900, Missed: 100, Capped: 2, LagP99: 30 * time.Millisecond}, 0,
 			"sent 900 of 1000 scheduled inside the window: the loadgen could not keep up (missed 100, queued past its end 0, lag p99 30ms)"},
-		{"errors first", Result{Requests: 900, Errors: 100, Codes: ok, Scheduled: 1000, Sent: 1000}, "error ratio 0.1000 > 0.0100 (errors and 5xx)"},
+		{"errors first", Result{Requests: 900, Errors: 100, Codes: ok, Scheduled: 1000, Sent: 1000}, 0, "error ratio 0.1000 > 0.0100 (errors and 5xx)"},
 	} {
-		got, retry, instrument := kneeWhy(&tc.res, o, 1000, 0)
+		got, retry, instrument := kneeWhy(&tc.res, o, 1000, 0, tc.stall)
 		if got != tc.want || retry != (tc.name == "loadgen") || instrument != (tc.name == "loadgen") {
 			t.Errorf("%s: why %q (run again %v, the instrument's %v), want %q", tc.name, got, retry, instrument, tc.want)
 		}
