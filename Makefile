@@ -35,7 +35,7 @@ csv = $(subst $(space),$(comma),$(strip $(1)))
 given = $(if $(filter file,$(origin $(1))),,$(2))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
-.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e test-swarm test-checks test-swarm-part engine clean
+.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e test-swarm test-checks test-swarm-part test-stack-up engine clean
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -122,24 +122,31 @@ lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go v
 test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm coming up beside them), lint and fuzzing beside the Swarm tests, the end-to-end tests on the compose stack
 	@scripts/swarm.sh start
 	@$(MAKE) --no-print-directory test-unit || { [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-checks test-swarm-part
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-checks test-swarm-part test-stack-up || { scripts/e2e.sh stack-purge; exit 2; }
 	@scripts/e2e.sh stack
 
-# make test's two parts that overlap: lint then fuzzing (CPU; a pass of
+# make test's three parts that overlap: lint then fuzzing (CPU; a pass of
 # 20 s unless FUZZ_BUDGET says) beside the Swarm tests (mostly waits on
-# the swarm); scripts/e2e.sh swarm takes the swarm down again when it
-# brought it up.
+# the swarm) and the compose stack's start; scripts/e2e.sh swarm takes the
+# swarm down again when it brought it up, and scripts/e2e.sh stack the
+# compose stack when test-stack-up brought it up.
 test-checks:
 	@FUZZ_BUDGET=$${FUZZ_BUDGET:-20} $(MAKE) --no-print-directory -j1 lint fuzz
 test-swarm-part:
 	@scripts/e2e.sh swarm
+test-stack-up:
+	@scripts/e2e.sh stack-up
 
 prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
 	@scripts/prepare.sh
 
+# The packages whose tests run longest (mostly waiting on real time, real
+# Prometheus and Docker) first: go test starts packages in the order given,
+# two at a time, and one of them started last would end last.
+SLOW_TEST_PKGS = ./loadgen/internal/runner ./reporter/internal/build ./loadgen/internal/attack ./internal/logsource
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker); go vet runs in make lint, over every build tag
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
-	  go test -count=1 -vet=off -timeout 20m ./...
+	  go test -count=1 -vet=off -timeout 20m $(SLOW_TEST_PKGS) ./...
 
 fuzz: ## the Fuzz targets of the repository, each fuzzed for a share of 30 s: as many as start within it, from an offset that rotates with the commit (FUZZTIME=3s per target fuzzes every one; FUZZ_BUDGET=seconds; FUZZ_OFFSET=n)
 	@scripts/fuzz.sh

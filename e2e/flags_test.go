@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -143,11 +144,21 @@ func runCells(t *testing.T, results, run string, wrap []string, extra ...string)
 	args := append([]string{"run", "-run", run, "-results", results, "-linger", "2s"}, extra...)
 	argv := append(append(append([]string{}, wrap...), bin(t, "loadgen")), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if code := exitCode(err); code != 0 && code != 3 {
 		t.Fatalf("loadgen %v: exit %d\n%s", extra, code, out)
 	}
-	return reportCells(t, results, run)
+	ran := time.Since(start)
+	cells := reportCells(t, results, run)
+	// Where make test's time goes: each run's cost beyond its windows.
+	var windows float64
+	for _, c := range cells {
+		windows += c.DurationS
+	}
+	t.Logf("run %s: %d cells, windows %.1f s; loadgen %.1f s (%d ceiling measurements), report %.1f s", run, len(cells), windows,
+		ran.Seconds(), bytes.Count(out, []byte("instrument ceiling measured")), (time.Since(start) - ran).Seconds())
+	return cells
 }
 
 // promURL is the stack's Prometheus (PROXYBENCH_PROM, default the local one).

@@ -13,6 +13,12 @@
 #                  (make test-swarm: 2 nodes unless given; make test runs
 #                  them beside lint and fuzzing)
 #   e2e.sh stack   everything but the Swarm tests (make test, after them)
+#   e2e.sh stack-up  the compose stack up, unless it runs already, marked as
+#                  this script's to take down (make test: beside the Swarm
+#                  tests, so that it is up and past docker's first health
+#                  checks when they end)
+#   e2e.sh stack-purge  the stack down if stack-up brought it up (make
+#                  test, when a step before e2e.sh stack failed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'e2e: %s\n' "$*" >&2; }
@@ -20,6 +26,22 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 # The stack and every loadgen run below use the default CPU placement (auto).
 unset PLACEMENT PLAN
 t0=$SECONDS
+# The mark of a stack that make test brought up (e2e.sh stack-up): this
+# script takes it down at the end, as one it brought up itself.
+ours=.cache/e2e-stack-ours
+case ${1:-} in
+  stack-up)
+    scripts/stack.sh running && exit 0
+    mkdir -p .cache && touch "$ours"
+    scripts/stack.sh up
+    say "stack up (beside the Swarm tests) after $((SECONDS - t0)) s"
+    exit 0 ;;
+  stack-purge)
+    [ -e "$ours" ] || exit 0
+    scripts/stack.sh purge
+    rm -f "$ours"
+    exit 0 ;;
+esac
 
 scripts/engine.sh
 go build -o .cache/dist/loadgen ./loadgen
@@ -75,11 +97,14 @@ if [ "${1:-}" != stack ]; then
   fi
 fi
 
-if scripts/stack.sh running; then
+if [ -e "$ours" ] && scripts/stack.sh running; then
+  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  scripts/stack.sh wait
+elif scripts/stack.sh running; then
   say "stack already up: using it and leaving it up"
   scripts/stack.sh up
 else
-  trap 'rc=$?; scripts/stack.sh purge; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
   scripts/stack.sh up
 fi
 say "stack up after $((SECONDS - t0)) s"
