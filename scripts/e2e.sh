@@ -108,11 +108,12 @@ else
   scripts/stack.sh up
 fi
 say "stack up after $((SECONDS - t0)) s"
-# Docker runs each container's first health check one interval (15 s)
-# after it starts, every container's at about the same moment: a burst of
-# runc execs on the lab's CPUs, which a cell measured then sees as other
-# processes' CPU (contended). Measure after it: wait until docker has seen
-# every container of the stack healthy (at most 30 s).
+# Docker runs each container's first health check one interval (15-26 s,
+# one per service) after it starts, and a container's start-up work
+# (its first GC, a first scrape) falls in the same half minute: measure
+# after it: wait until docker has seen every container of the stack
+# healthy (at most 30 s; make test brings the stack up beside the Swarm
+# tests, so that it is past this by then).
 for _ in $(seq 60); do
   [ -z "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter health=starting)" ] && break
   sleep 0.5
