@@ -122,7 +122,7 @@ lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go v
 test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm coming up beside them), lint and fuzzing beside the Swarm tests, the end-to-end tests on the compose stack
 	@scripts/swarm.sh start
 	@$(MAKE) --no-print-directory test-unit || { [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
-	@$(MAKE) --no-print-directory -j3 --output-sync=target test-checks test-swarm-part test-stack-up || { scripts/e2e.sh stack-purge; exit 2; }
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-checks test-swarm-part test-stack-up || { scripts/e2e.sh stack-purge; scripts/swarm.sh wait-down; exit 2; }
 	@scripts/e2e.sh stack
 
 # make test's three parts that overlap: lint then fuzzing (CPU; a pass of
@@ -133,7 +133,7 @@ test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm 
 test-checks:
 	@FUZZ_BUDGET=$${FUZZ_BUDGET:-20} $(MAKE) --no-print-directory -j1 lint fuzz
 test-swarm-part:
-	@scripts/e2e.sh swarm
+	@SWARM_DOWN_LATER=1 scripts/e2e.sh swarm
 test-stack-up:
 	@scripts/e2e.sh stack-up
 

@@ -42,7 +42,7 @@ func bin(t *testing.T, name string) string {
 // stderr line, so a test can act when a given cell starts.
 func startRun(t *testing.T, ctx context.Context, results, run string, args ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin(t, "loadgen"), append([]string{"run", "-run", run, "-results", results, "-linger", "2s"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin(t, "loadgen"), append(runArgs(run, results), args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func hostOnly(why string) bool {
 // the command (a cgroup, for example).
 func runCells(t *testing.T, results, run string, wrap []string, extra ...string) map[string]flagCell {
 	t.Helper()
-	args := append([]string{"run", "-run", run, "-results", results, "-linger", "2s"}, extra...)
+	args := append(runArgs(run, results), extra...)
 	argv := append(append(append([]string{}, wrap...), bin(t, "loadgen")), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	start := time.Now()
@@ -159,6 +159,15 @@ func runCells(t *testing.T, results, run string, wrap []string, extra ...string)
 	t.Logf("run %s: %d cells, windows %.1f s; loadgen %.1f s (%d ceiling measurements), report %.1f s", run, len(cells), windows,
 		ran.Seconds(), bytes.Count(out, []byte("instrument ceiling measured")), (time.Since(start) - ran).Seconds())
 	return cells
+}
+
+// runArgs are what every `loadgen run` of these tests starts with: its
+// id and results, a linger long enough for the last scrape, and 1.5 s of
+// settle between cells, as the quick bench has (the plan's default is 3 s:
+// more than the timing guarantee's MarginBefore either way); a test that
+// measures across the gap passes its own -settle after these.
+func runArgs(run, results string) []string {
+	return []string{"run", "-run", run, "-results", results, "-linger", "2s", "-settle", "1500ms"}
 }
 
 // promURL is the stack's Prometheus (PROXYBENCH_PROM, default the local one).

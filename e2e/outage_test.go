@@ -199,8 +199,8 @@ func (zeros) Read(p []byte) (int, error) {
 // TestPrometheusOutageMidRun stops Prometheus as soon as the first of
 // five cells ends and starts it again as the second begins (it is back
 // 5-17 s later: with placement it starts on the CPU the loadgen and the
-// origin load, so the fifth cell, which starts 21 s after the second,
-// is measured after it): every cell
+// origin load, so the fifth cell, which starts 21 s after the second
+// with the plan's default settle of 3 s, is measured after it): every cell
 // of the manifest is in the report, none is called failed, every count
 // equals the manifest's exact one, each cell whose counting span met the
 // outage is flagged prometheus_gap (numbers from the manifest, none from
@@ -216,7 +216,7 @@ func TestPrometheusOutageMidRun(t *testing.T) {
 	prom := promURL()
 	results := t.TempDir()
 	run := "promgap-" + time.Now().UTC().Format("150405")
-	cmd, lines := startRun(t, ctx, results, run, "-tier", "4s", "-repeats", "5", "-control=false", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")
+	cmd, lines := startRun(t, ctx, results, run, "-tier", "4s", "-settle", "3s", "-repeats", "5", "-control=false", "-proxies", "nginx", "-origins", "fast", "-concurrency", "8", "-isolate=false")
 	waitLine(t, lines, "cell end", time.Minute) // r1 ended
 	down := time.Now()
 	docker(t, "stop", "-t", "1", "proxybench-prometheus")

@@ -59,7 +59,6 @@ export PROXYBENCH_STACK_LOCKED=1 # tests below must not wait for it themselves
 # background beside the unit tests; alone, this script does). It goes
 # down again beside the compose stack's start (e2e.sh swarm: before it
 # returns), unless it was up before.
-swarm_down=""
 if [ "${1:-}" != stack ]; then
   rc=0
   swarm_state=$(scripts/swarm.sh wait) || rc=$?
@@ -82,16 +81,18 @@ if [ "${1:-}" != stack ]; then
   set -e
   grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
   if [ "$swarm_state" = started ]; then
-    scripts/swarm.sh down >.cache/logs/e2e/swarm-down.log 2>&1 &
-    swarm_down=$!
+    scripts/swarm.sh stop
   fi
   if [ $rc != 0 ]; then
     cat .cache/logs/e2e/swarm.log
-    [ -z "$swarm_down" ] || wait "$swarm_down"
+    scripts/swarm.sh wait-down || true
     exit $rc
   fi
   if [ "${1:-}" = swarm ]; then
-    [ -z "$swarm_down" ] || wait "$swarm_down" || { say "swarm.sh down failed"; exit 1; }
+    # make test (SWARM_DOWN_LATER=1) lets the swarm go down beside the
+    # compose stack's first steps: e2e.sh stack waits for it before the
+    # quick bench.
+    [ -n "${SWARM_DOWN_LATER:-}" ] || scripts/swarm.sh wait-down
     say "swarm tests passed in $((SECONDS - t0)) s"
     exit 0
   fi
@@ -119,10 +120,9 @@ for _ in $(seq 60); do
   sleep 0.5
 done
 say "stack healthy by docker's own checks after $((SECONDS - t0)) s"
-if [ -n "$swarm_down" ]; then
-  wait "$swarm_down" || { say "swarm.sh down failed"; exit 1; }
-  say "swarm down after $((SECONDS - t0)) s"
-fi
+# The swarm's down, when this script or make test's swarm part started it
+# (its last line says so).
+scripts/swarm.sh wait-down
 
 # The studies' end-to-end tests run iperf3 and a host nginx.
 source scripts/hostpkgs.sh

@@ -34,6 +34,7 @@
 #           SWARM_NODES nodes
 #   start   up in the background, unless the stack already runs; wait
 #           collects its exit status (and says whether it brought it up)
+#   stop    down in the background; wait-down collects its exit status
 #   exec CMD...  CMD in node 1's network namespace, DOCKER_HOST its daemon
 #   env     the swarm's addresses as shell assignments (SWARM_PROM, ...)
 # SWARM_NODES (1-3, default 1) is how many nodes, SWARM_ROLES their roles
@@ -491,6 +492,30 @@ case ${1:-} in
       grep '^swarm: ' "$STATE/start.log" | tail -1 >&2 || true
     fi
     echo "$state" ;;
+  stop)
+    # down in the background (make test: beside the compose stack's first
+    # steps); `wait-down` collects it.
+    mkdir -p "$STATE"
+    rm -f "$STATE/stop.rc"
+    touch "$STATE/stop.pending"
+    setsid bash -c '"$0" down >"$1/stop.log" 2>&1; echo $? >"$1/stop.rc"' "$0" "$STATE" </dev/null >/dev/null 2>&1 &
+    say "down started in the background (log: $STATE/stop.log)" ;;
+  wait-down)
+    # wait for `stop`'s down: its exit status; 0 when no stop is pending.
+    [ -f "$STATE/stop.pending" ] || exit 0
+    deadline=$((SECONDS + 180))
+    until [ -f "$STATE/stop.rc" ]; do
+      [ $SECONDS -lt $deadline ] || { say "swarm.sh down has not finished (log: $STATE/stop.log)"; exit 1; }
+      sleep 0.5
+    done
+    rm -f "$STATE/stop.pending"
+    rc=$(cat "$STATE/stop.rc")
+    if [ "$rc" != 0 ]; then
+      say "swarm.sh down failed (exit $rc):"
+      cat "$STATE/stop.log" >&2
+      exit "$rc"
+    fi
+    grep '^swarm: ' "$STATE/stop.log" | tail -1 >&2 || true ;;
   exec)
     # exec CMD...: CMD where a load node's processes run, in the node's
     # network namespace with the swarm daemon as DOCKER_HOST (the loadgen,
@@ -511,5 +536,5 @@ case ${1:-} in
     # Where the loadgen lists its workers for the swarm's Prometheus
     # (loadgen run -prometheus-targets).
     echo "SWARM_TARGETS=$TARGETS" ;;
-  *) echo "usage: swarm.sh up|down|status|start|wait|exec CMD...|env" >&2; exit 2 ;;
+  *) echo "usage: swarm.sh up|down|status|start|wait|stop|wait-down|exec CMD...|env" >&2; exit 2 ;;
 esac
