@@ -140,10 +140,11 @@ test-stack-up:
 prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
 	@scripts/prepare.sh
 
-# The packages whose tests run longest (mostly waiting on real time, real
-# Prometheus and Docker) first: go test starts packages in the order given,
-# two at a time, and one of them started last would end last.
-SLOW_TEST_PKGS = ./loadgen/internal/runner ./reporter/internal/build ./loadgen/internal/attack ./internal/logsource
+# The packages whose tests run longest (mostly waiting on real Prometheus
+# and Docker) first: go test starts packages in the order given, two at a
+# time, and one of them started last would end last. The attack package's
+# real-time tests keep their place, after the swarm's image copy.
+SLOW_TEST_PKGS = ./loadgen/internal/runner ./reporter/internal/build ./internal/logsource
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker); go vet runs in make lint, over every build tag
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
 	  go test -count=1 -vet=off -timeout 20m $(SLOW_TEST_PKGS) ./...

@@ -21,7 +21,9 @@ import (
 // once more at the same rate, its first run kept with Retried set: a host's
 // stall of a few milliseconds near a window's end is not the target's knee,
 // and a loadgen that truly cannot keep up breaks the second run too (a step
-// at or above the cap is not run again: the cap is no stall). So is a
+// at or above the cap is not run again: the cap is no stall); while the
+// host stalls the loadgen's process in each run (manifest.StallFloor or
+// more), up to KneeMaxRuns runs in all. So is a
 // step whose p99 broke while the loadgen's process could not run for about
 // as long as the tail's excess over the median (its stall, timed by a
 // cputime.StealWatch around each step): a request caught in the stall
@@ -52,7 +54,7 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 	if err != nil && ctx.Err() == nil {
 		return 0, nil, err
 	} // cut short by ctx: the first step reports the interruption
-	for rate, retried := o.StartRate, false; rate <= o.MaxRate+1e-9; {
+	for rate, runs := o.StartRate, 0; rate <= o.MaxRate+1e-9; {
 		s.Load = step(rate)
 		watch := cputime.WatchSteal(nil)
 		res, err := run(ctx, s)
@@ -60,15 +62,16 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 		stall, _ := watch.Stall()
 		if err != nil {
 			if res != nil {
-				steps = append(steps, KneeStep{Rate: rate, Result: res, Why: "interrupted", WarmupStart: warmStart})
+				steps = append(steps, KneeStep{Rate: rate, Result: res, Why: "interrupted", Stall: stall, WarmupStart: warmStart})
 			}
 			return last, steps, err
 		}
 		why, retry, instrument := kneeWhy(res, o, rate, s.MaxRate, stall)
-		st := KneeStep{Rate: rate, Result: res, Why: why, Held: why == "", Instrument: instrument, WarmupStart: warmStart}
+		st := KneeStep{Rate: rate, Result: res, Why: why, Held: why == "", Instrument: instrument, Stall: stall, WarmupStart: warmStart}
 		warmStart = time.Time{}
-		if retry && !retried {
-			st.Retried, retried = true, true
+		runs++
+		if retry && (runs == 1 || (stall.Seconds() >= manifest.StallFloor && runs < KneeMaxRuns)) {
+			st.Retried = true
 			steps = append(steps, st)
 			continue
 		}
@@ -76,10 +79,16 @@ func (a *Attacker) Knee(ctx context.Context, s Spec, o KneeOptions, progress fun
 		if !st.Held {
 			return last, steps, nil
 		}
-		last, rate, retried = rate, rate+o.Step, false
+		last, rate, runs = rate, rate+o.Step, 0
 	}
 	return last, steps, nil
 }
+
+// KneeMaxRuns is how many times Knee runs one rate at most: a step the
+// loadgen alone broke runs once more, and again while the run before was
+// one in which the host stalled the loadgen's process (manifest.StallFloor
+// or longer: its stall, not its pace, missed the sends).
+const KneeMaxRuns = 4
 
 // kneeWhy says why a step at rate broke, "" when it held. instrument is
 // true when the loadgen broke it, not the target: missed sends (the

@@ -259,8 +259,11 @@ type KneeStep struct {
 	Held   bool
 	Why    string // why it broke, empty when it held
 	// Retried: the loadgen alone broke this run (missed sends below the
-	// cap), so the next step is a second run at the same rate.
+	// cap), so the next step is another run at the same rate.
 	Retried bool
+	// Stall is the longest time the loadgen's process could not run
+	// during the step (cputime.StealWatch).
+	Stall time.Duration
 	// Instrument: it broke for the loadgen (missed sends, or the MaxRate
 	// cap), not for the target.
 	Instrument bool

@@ -200,8 +200,11 @@ type kneeJSON struct {
 type kneeStep struct {
 	Rate    float64 `json:"rate_rps"`
 	Held    bool    `json:"held"`
-	Retried bool    `json:"retried,omitempty"` // the loadgen alone broke it: the next step is a second run at this rate
+	Retried bool    `json:"retried,omitempty"` // the loadgen alone broke it: the next step is another run at this rate
 	Why     string  `json:"why,omitempty"`
+	// StallS is the longest the loadgen's process could not run during
+	// the step, in seconds.
+	StallS  float64 `json:"stall_seconds"`
 	Summary Summary `json:"result"`
 }
 
@@ -213,7 +216,7 @@ func writeKnee(w io.Writer, o *options, last float64, steps []attack.KneeStep) e
 			oo := *o
 			oo.rate = s.Rate
 			oo.spec.Load = load.Open{Rate: s.Rate, MaxInFlight: o.kneeOpts.MaxInFlight, Duration: o.kneeOpts.StepDuration}
-			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Retried, s.Why, summarize(&oo, s.Result, s.WarmupStart, false)})
+			out.Steps = append(out.Steps, kneeStep{s.Rate, s.Held, s.Retried, s.Why, s.Stall.Seconds(), summarize(&oo, s.Result, s.WarmupStart, false)})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
