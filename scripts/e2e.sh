@@ -14,9 +14,8 @@
 #                  them beside lint and fuzzing)
 #   e2e.sh stack   everything but the Swarm tests (make test, after them)
 #   e2e.sh stack-up  the compose stack up, unless it runs already, marked as
-#                  this script's to take down (make test: beside the Swarm
-#                  tests, so that it is up and past docker's first health
-#                  checks when they end)
+#                  this script's to take down, then the side tests on it
+#                  (make test: beside the Swarm tests, lint and fuzzing)
 #   e2e.sh stack-purge  the stack down if stack-up brought it up (make
 #                  test, when a step before e2e.sh stack failed)
 set -euo pipefail
@@ -27,21 +26,77 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 unset PLACEMENT PLAN
 t0=$SECONDS
 # The mark of a stack that make test brought up (e2e.sh stack-up): this
-# script takes it down at the end, as one it brought up itself.
+# script takes it down at the end, as one it brought up itself; and of the
+# side tests passed on it.
 ours=.cache/e2e-stack-ours
+side_done=.cache/e2e-side-passed
+
+# gotest NAME ARGS...: go test -tags e2e -v ARGS, its whole log in
+# .cache/logs/e2e/NAME.log; prints each top-level test's verdict and time
+# (the budget of make test is tight) and a failing test's own output.
+gotest() {
+  local name=$1 log rc t
+  shift
+  log=.cache/logs/e2e/$name.log
+  mkdir -p .cache/logs/e2e
+  set +e
+  go test -tags e2e -count=1 -vet=off -v "$@" >"$log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
+  if [ $rc -ne 0 ]; then
+    for t in $(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$log"); do
+      say "output of $t:"
+      sed -n "/^=== RUN   $t\$/,/^--- FAIL: $t /p" "$log"
+    done
+    grep -q '^--- FAIL' "$log" || tail -n 60 "$log"
+  fi
+  return $rc
+}
+
+# side_tests: the tests on the stack that judge no measurement another
+# load could disturb, so they may run beside other work: the scenarios'
+# checks (each cell's own counts, codes, bodies and handshakes; no
+# Prometheus), and the exporter's against docker logs and docker stats
+# (two readings of the same counters). The exporter's checks load the Go
+# proxies: they start once the scenarios' rate-limit test, the one whose
+# precision a busy proxy would spoil, has ended. The exporter's idle-CPU
+# figure is a measurement, not a pass/fail test (make perf-exporter).
+side_tests() {
+  local rc=0 exp slog=.cache/logs/e2e/scenarios.log
+  export PROXYBENCH_STACK_LOCKED=1 # they load only the compose stack; its lock is held by this script or make test's swarm part
+  rm -f "$slog"
+  gotest scenarios -timeout 10m ./e2e/scenarios &
+  local sc=$!
+  until grep -qE '^--- (PASS|FAIL|SKIP): TestRateLimit' "$slog" 2>/dev/null || ! kill -0 $sc 2>/dev/null; do sleep 0.5; done
+  gotest exporter -timeout 10m -skip TestE2EIdleCPU ./exporter/ &
+  exp=$!
+  wait $sc || rc=$?
+  wait $exp || rc=$?
+  return $rc
+}
+
 case ${1:-} in
   stack-up)
-    scripts/stack.sh running && exit 0
-    mkdir -p .cache && touch "$ours"
-    scripts/stack.sh up
-    say "stack up (beside the Swarm tests) after $((SECONDS - t0)) s"
+    rm -f "$side_done"
+    if ! scripts/stack.sh running; then
+      mkdir -p .cache && touch "$ours"
+      scripts/stack.sh up
+      say "stack up (beside the Swarm tests) after $((SECONDS - t0)) s"
+    fi
+    scripts/stack.sh wait
+    side_tests
+    touch "$side_done"
+    say "side tests passed after $((SECONDS - t0)) s"
     exit 0 ;;
   stack-purge)
+    rm -f "$side_done"
     [ -e "$ours" ] || exit 0
     scripts/stack.sh purge
     rm -f "$ours"
     exit 0 ;;
 esac
+[ "${1:-}" = stack ] || rm -f "$side_done" # only make test's stack part takes the side tests as run
 
 scripts/engine.sh
 go build -o .cache/dist/loadgen ./loadgen
@@ -81,7 +136,7 @@ if [ "${1:-}" != stack ]; then
   set -e
   grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
   if [ "$swarm_state" = started ]; then
-    scripts/swarm.sh stop
+    scripts/swarm.sh stop 9>&- # the down must not hold the stack's lock
   fi
   if [ $rc != 0 ]; then
     cat .cache/logs/e2e/swarm.log
@@ -140,26 +195,13 @@ results=$PWD/.cache/e2e-results
 say "bench + report after $((SECONDS - t0)) s"
 
 export PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090
-# One package at a time: both load the stack. Each top-level test's time is
-# printed (the budget of make test is tight); the whole verbose log stays in
-# .cache/logs/e2e/go-test.log, and a failing test's own output is printed.
-mkdir -p .cache/logs/e2e
-log=.cache/logs/e2e/go-test.log
-set +e
-go test -tags e2e -count=1 -vet=off -p 1 -timeout 15m -v -skip '^TestSwarm' ./e2e/... >"$log" 2>&1
-rc=$?
-set -e
-grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
-if [ $rc -ne 0 ]; then
-  for t in $(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$log"); do
-    say "output of $t:"
-    sed -n "/^=== RUN   $t\$/,/^--- FAIL: $t /p" "$log"
-  done
-  grep -q '^--- FAIL' "$log" || tail -n 60 "$log"
-  exit $rc
-fi
+# The end-to-end package alone on the stack: its tests judge measurements.
+gotest go-test -timeout 15m -skip '^TestSwarm' ./e2e/
 go test -tags e2e -count=1 -timeout 5m -run TestLiveQueriesReturnData ./grafana/dashcheck
-# The exporter against docker logs and docker stats on the real stack. Its
-# idle-CPU figure is a measurement, not a pass/fail test (make perf-exporter).
-go test -tags e2e -count=1 -timeout 10m -skip TestE2EIdleCPU ./exporter/
+# The side tests, unless make test ran them on this stack already.
+if [ -e "$side_done" ]; then
+  rm -f "$side_done"
+else
+  side_tests
+fi
 say "passed in $((SECONDS - t0)) s"
