@@ -13,10 +13,12 @@
 #                  (make test-swarm: 2 nodes unless given; make test runs
 #                  them beside lint and fuzzing)
 #   e2e.sh stack   everything but the Swarm tests (make test, after them)
-#   e2e.sh stack-up  the compose stack up, unless it runs already, marked as
-#                  this script's to take down, then the side tests on it
-#                  (make test: beside the Swarm tests, lint and fuzzing)
-#   e2e.sh stack-purge  the stack down if stack-up brought it up (make
+#   e2e.sh stack-start  the compose stack up in the background, unless it
+#                  runs already, marked as this script's to take down (make
+#                  test: beside the unit tests)
+#   e2e.sh side    the side tests on it once it is up (make test: beside
+#                  the Swarm tests, lint and fuzzing)
+#   e2e.sh stack-purge  the stack down if stack-start brought it up (make
 #                  test, when a step before e2e.sh stack failed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,11 +27,23 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 # The stack and every loadgen run below use the default CPU placement (auto).
 unset PLACEMENT PLAN
 t0=$SECONDS
-# The mark of a stack that make test brought up (e2e.sh stack-up): this
-# script takes it down at the end, as one it brought up itself; and of the
-# side tests passed on it.
+# The mark of a stack that make test brought up (e2e.sh stack-start): this
+# script takes it down at the end, as one it brought up itself; the exit
+# status of that start; and the mark of the side tests passed on it.
 ours=.cache/e2e-stack-ours
+started=.cache/e2e-stack-start.rc
 side_done=.cache/e2e-side-passed
+
+# wait_start: the stack-start's up has ended (at most 5 min): its status.
+wait_start() {
+  [ -e "$ours" ] || return 0
+  local deadline=$((SECONDS + 300))
+  until [ -e "$started" ]; do
+    [ $SECONDS -lt $deadline ] || { say "the stack's start has not ended (log: .cache/logs/e2e/stack-start.log)"; return 1; }
+    sleep 0.5
+  done
+  [ "$(cat "$started")" = 0 ] || { say "the stack did not come up:"; cat .cache/logs/e2e/stack-start.log >&2; return 1; }
+}
 
 # gotest NAME ARGS...: go test -tags e2e -v ARGS, its whole log in
 # .cache/logs/e2e/NAME.log; prints each top-level test's verdict and time
@@ -77,13 +91,16 @@ side_tests() {
 }
 
 case ${1:-} in
-  stack-up)
-    rm -f "$side_done"
-    if ! scripts/stack.sh running; then
-      mkdir -p .cache && touch "$ours"
-      scripts/stack.sh up
-      say "stack up (beside the Swarm tests) after $((SECONDS - t0)) s"
-    fi
+  stack-start)
+    rm -f "$side_done" "$ours" "$started"
+    scripts/stack.sh running && exit 0
+    mkdir -p .cache/logs/e2e && touch "$ours"
+    setsid bash -c 'scripts/stack.sh up >.cache/logs/e2e/stack-start.log 2>&1; echo $? >"$0"' "$started" </dev/null >/dev/null 2>&1 &
+    say "stack up started in the background (log: .cache/logs/e2e/stack-start.log)"
+    exit 0 ;;
+  side)
+    wait_start
+    [ ! -e "$ours" ] || say "stack up (started beside the unit tests)"
     scripts/stack.sh wait
     side_tests
     touch "$side_done"
@@ -92,8 +109,9 @@ case ${1:-} in
   stack-purge)
     rm -f "$side_done"
     [ -e "$ours" ] || exit 0
+    wait_start || true
     scripts/stack.sh purge
-    rm -f "$ours"
+    rm -f "$ours" "$started"
     exit 0 ;;
 esac
 [ "${1:-}" = stack ] || rm -f "$side_done" # only make test's stack part takes the side tests as run
@@ -153,14 +171,15 @@ if [ "${1:-}" != stack ]; then
   fi
 fi
 
-if [ -e "$ours" ] && scripts/stack.sh running; then
-  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+if [ -e "$ours" ]; then
+  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours" "$started"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  wait_start
   scripts/stack.sh wait
 elif scripts/stack.sh running; then
   say "stack already up: using it and leaving it up"
   scripts/stack.sh up
 else
-  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours" "$started"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
   scripts/stack.sh up
 fi
 say "stack up after $((SECONDS - t0)) s"
@@ -169,7 +188,7 @@ say "stack up after $((SECONDS - t0)) s"
 # (its first GC, a first scrape) falls in the same half minute: measure
 # after it: wait until docker has seen every container of the stack
 # healthy (at most 30 s; make test brings the stack up beside the Swarm
-# tests, so that it is past this by then).
+# tests, so that it is long past this by then).
 for _ in $(seq 60); do
   [ -z "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter health=starting)" ] && break
   sleep 0.5

@@ -107,6 +107,6 @@ done
     echo "ORIGIN_$(echo $o | tr a-z A-Z)_IMAGE=$tag"
   done
   echo "OFFLINE=$offline"
-} >"$ENVF.tmp"
-mv "$ENVF.tmp" "$ENVF"
+} >"$ENVF.tmp.$$"
+mv "$ENVF.tmp.$$" "$ENVF" # a name of its own: make test runs two of these at once
 say "images ready ($ENVF)"
