@@ -119,23 +119,20 @@ perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing 
 lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go vet (also -tags e2e), tidy go.mod (prometheus/lint.sh)
 	@prometheus/lint.sh
 
-test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm and the compose stack coming up beside them), lint, fuzzing and the side tests beside the Swarm tests, the end-to-end tests on the compose stack
+test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm and the compose stack coming up beside them), lint, fuzzing and the exporter's checks beside the Swarm tests, the end-to-end tests on the compose stack
 	@scripts/swarm.sh start
 	@scripts/e2e.sh stack-start
-	@$(MAKE) --no-print-directory test-unit TEST_PKGS="$(SLOW_TEST_PKGS) $$(go list ./... | grep -vxF '$(UNIT_BESIDE)' | tr '\n' ' ')" || { scripts/e2e.sh stack-purge; [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
+	@$(MAKE) --no-print-directory test-unit TEST_P=3 || { scripts/e2e.sh stack-purge; [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-checks test-swarm-part test-side || { scripts/e2e.sh stack-purge; scripts/swarm.sh wait-down; exit 2; }
 	@scripts/e2e.sh stack
 
-# make test's three parts that overlap: the unit tests of UNIT_BESIDE,
-# lint, then fuzzing (CPU; a pass of 20 s unless FUZZ_BUDGET says) beside
-# the Swarm tests (mostly waits on the swarm) and the side tests on the
-# compose stack (scripts/e2e.sh side: the ones that judge no measurement
-# other load would disturb); scripts/e2e.sh swarm takes the swarm down
-# again when it brought it up, and scripts/e2e.sh stack the compose stack
-# when stack-start brought it up.
-UNIT_BESIDE = proxybench/reporter/internal/build
+# make test's three parts that overlap: lint, then fuzzing (CPU; a pass of
+# 20 s unless FUZZ_BUDGET says) beside the Swarm tests (mostly waits on
+# the swarm) and the side tests on the compose stack (scripts/e2e.sh side:
+# the exporter's, which judge no measurement other load would disturb);
+# scripts/e2e.sh swarm takes the swarm down again when it brought it up,
+# and scripts/e2e.sh stack the compose stack when stack-start brought it up.
 test-checks:
-	@$(MAKE) --no-print-directory test-unit TEST_PKGS='$(UNIT_BESIDE)'
 	@FUZZ_BUDGET=$${FUZZ_BUDGET:-20} $(MAKE) --no-print-directory -j1 lint fuzz
 test-swarm-part:
 	@SWARM_DOWN_LATER=1 scripts/e2e.sh swarm
@@ -146,14 +143,15 @@ prepare: ## what the tests need: engine, images, pinned prometheus and promtool,
 	@scripts/prepare.sh
 
 # The packages whose tests run longest (mostly waiting on real Prometheus
-# and Docker) first: go test starts packages in the order given, two at a
-# time, and one of them started last would end last. The attack package's
-# real-time tests keep their place, after the swarm's image copy.
-SLOW_TEST_PKGS = ./loadgen/internal/runner ./internal/logsource
-TEST_PKGS = ./...
+# and Docker) first: go test starts packages in the order given, TEST_P at
+# a time (make test: 3, as most unit tests wait on real time), and one of
+# them started last would end last. The attack package's real-time tests
+# keep their place, after the swarm's image copy.
+SLOW_TEST_PKGS = ./loadgen/internal/runner ./reporter/internal/build ./internal/logsource
+TEST_P = 2
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker); go vet runs in make lint, over every build tag
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
-	  go test -count=1 -vet=off -timeout 20m $(if $(filter ./...,$(TEST_PKGS)),$(SLOW_TEST_PKGS)) $(TEST_PKGS)
+	  go test -p $(TEST_P) -count=1 -vet=off -timeout 20m $(SLOW_TEST_PKGS) ./...
 
 fuzz: ## the Fuzz targets of the repository, each fuzzed for a share of 30 s: as many as start within it, from an offset that rotates with the commit (FUZZTIME=3s per target fuzzes every one; FUZZ_BUDGET=seconds; FUZZ_OFFSET=n)
 	@scripts/fuzz.sh
