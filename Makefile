@@ -122,7 +122,7 @@ lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go v
 test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm and the compose stack coming up beside them), lint, fuzzing and the exporter's checks beside the Swarm tests, the end-to-end tests on the compose stack
 	@scripts/swarm.sh start
 	@scripts/e2e.sh stack-start
-	@$(MAKE) --no-print-directory test-unit TEST_P=3 || { scripts/e2e.sh stack-purge; [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
+	@$(MAKE) --no-print-directory test-unit || { scripts/e2e.sh stack-purge; [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-checks test-swarm-part test-side || { scripts/e2e.sh stack-purge; scripts/swarm.sh wait-down; exit 2; }
 	@scripts/e2e.sh stack
 
@@ -143,15 +143,15 @@ prepare: ## what the tests need: engine, images, pinned prometheus and promtool,
 	@scripts/prepare.sh
 
 # The packages whose tests run longest (mostly waiting on real Prometheus
-# and Docker) first: go test starts packages in the order given, TEST_P at
-# a time (make test: 3, as most unit tests wait on real time), and one of
-# them started last would end last. The attack package's real-time tests
-# keep their place, after the swarm's image copy.
+# and Docker) first: go test starts packages in the order given, two at a
+# time (three starved the runner's beside the swarm's and the stack's
+# start: 150 s instead of 94 s), and one of them started last would end
+# last. The attack package's real-time tests keep their place, after the
+# swarm's image copy.
 SLOW_TEST_PKGS = ./loadgen/internal/runner ./reporter/internal/build ./internal/logsource
-TEST_P = 2
 test-unit: ## unit and integration tests (real HTTP, real Prometheus, real Docker); go vet runs in make lint, over every build tag
 	@PROXYBENCH_PROMETHEUS_BIN=$$(scripts/gobin.sh prometheus) PROMTOOL=$$(scripts/gobin.sh promtool) \
-	  go test -p $(TEST_P) -count=1 -vet=off -timeout 20m $(SLOW_TEST_PKGS) ./...
+	  go test -count=1 -vet=off -timeout 20m $(SLOW_TEST_PKGS) ./...
 
 fuzz: ## the Fuzz targets of the repository, each fuzzed for a share of 30 s: as many as start within it, from an offset that rotates with the commit (FUZZTIME=3s per target fuzzes every one; FUZZ_BUDGET=seconds; FUZZ_OFFSET=n)
 	@scripts/fuzz.sh
