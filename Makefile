@@ -35,7 +35,7 @@ csv = $(subst $(space),$(comma),$(strip $(1)))
 given = $(if $(filter file,$(origin $(1))),,$(2))
 
 PHONY_EXTRA := prepare perf-exporter bench-slow10k fuzz
-.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e test-swarm test-checks test-swarm-part test-side engine clean
+.PHONY: $(PHONY_EXTRA) help bench duet observer study up down preflight images report diff perf lint test test-unit test-e2e test-swarm test-checks test-swarm-part engine clean
 
 help: ## this list
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -119,25 +119,22 @@ perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing 
 lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go vet (also -tags e2e), tidy go.mod (prometheus/lint.sh)
 	@prometheus/lint.sh
 
-test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm and the compose stack coming up beside them), lint, fuzzing and the exporter's checks beside the Swarm tests, the end-to-end tests on the compose stack
+test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm and the compose stack coming up beside them), lint and fuzzing beside the Swarm tests, the end-to-end tests on the compose stack
 	@scripts/swarm.sh start
 	@scripts/e2e.sh stack-start
 	@$(MAKE) --no-print-directory test-unit || { scripts/e2e.sh stack-purge; [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
-	@$(MAKE) --no-print-directory -j3 --output-sync=target test-checks test-swarm-part test-side || { scripts/e2e.sh stack-purge; scripts/swarm.sh wait-down; exit 2; }
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-checks test-swarm-part || { scripts/e2e.sh stack-purge; scripts/swarm.sh wait-down; exit 2; }
 	@scripts/e2e.sh stack
 
-# make test's three parts that overlap: lint, then fuzzing (CPU; a pass of
+# make test's two parts that overlap: lint, then fuzzing (CPU; a pass of
 # 20 s unless FUZZ_BUDGET says) beside the Swarm tests (mostly waits on
-# the swarm) and the side tests on the compose stack (scripts/e2e.sh side:
-# the exporter's, which judge no measurement other load would disturb);
-# scripts/e2e.sh swarm takes the swarm down again when it brought it up,
-# and scripts/e2e.sh stack the compose stack when stack-start brought it up.
+# the swarm); scripts/e2e.sh swarm takes the swarm down again (in the
+# background) when it brought it up, and scripts/e2e.sh stack the compose
+# stack when stack-start brought it up.
 test-checks:
 	@FUZZ_BUDGET=$${FUZZ_BUDGET:-20} $(MAKE) --no-print-directory -j1 lint fuzz
 test-swarm-part:
 	@SWARM_DOWN_LATER=1 scripts/e2e.sh swarm
-test-side:
-	@scripts/e2e.sh side
 
 prepare: ## what the tests need: engine, images, pinned prometheus and promtool, chromium (independent builds overlap)
 	@scripts/prepare.sh

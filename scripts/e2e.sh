@@ -16,8 +16,6 @@
 #   e2e.sh stack-start  the compose stack up in the background, unless it
 #                  runs already, marked as this script's to take down (make
 #                  test: beside the unit tests)
-#   e2e.sh side    the side tests on it once it is up (make test: beside
-#                  the Swarm tests, lint and fuzzing)
 #   e2e.sh stack-purge  the stack down if stack-start brought it up (make
 #                  test, when a step before e2e.sh stack failed)
 set -euo pipefail
@@ -28,11 +26,10 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 unset PLACEMENT PLAN
 t0=$SECONDS
 # The mark of a stack that make test brought up (e2e.sh stack-start): this
-# script takes it down at the end, as one it brought up itself; the exit
-# status of that start; and the mark of the side tests passed on it.
+# script takes it down at the end, as one it brought up itself; and the
+# exit status of that start.
 ours=.cache/e2e-stack-ours
 started=.cache/e2e-stack-start.rc
-side_done=.cache/e2e-side-passed
 
 # wait_start: the stack-start's up has ended (at most 5 min): its status.
 wait_start() {
@@ -68,40 +65,21 @@ gotest() {
   return $rc
 }
 
-# side_tests: the exporter's checks against docker logs and docker stats,
-# two readings of the same counters: no measurement another load could
-# disturb, so make test runs them beside lint, fuzzing and the Swarm tests.
-# Its idle-CPU figure is a measurement, not a pass/fail test (make
-# perf-exporter).
-side_tests() {
-  PROXYBENCH_STACK_LOCKED=1 gotest exporter -timeout 10m -skip TestE2EIdleCPU ./exporter/
-}
-
 case ${1:-} in
   stack-start)
-    rm -f "$side_done" "$ours" "$started"
+    rm -f "$ours" "$started"
     scripts/stack.sh running && exit 0
     mkdir -p .cache/logs/e2e && touch "$ours"
     setsid bash -c 'scripts/stack.sh up >.cache/logs/e2e/stack-start.log 2>&1; echo $? >"$0"' "$started" </dev/null >/dev/null 2>&1 &
     say "stack up started in the background (log: .cache/logs/e2e/stack-start.log)"
     exit 0 ;;
-  side)
-    wait_start
-    [ ! -e "$ours" ] || say "stack up (started beside the unit tests)"
-    scripts/stack.sh wait
-    side_tests
-    touch "$side_done"
-    say "side tests passed after $((SECONDS - t0)) s"
-    exit 0 ;;
   stack-purge)
-    rm -f "$side_done"
     [ -e "$ours" ] || exit 0
     wait_start || true
     scripts/stack.sh purge
     rm -f "$ours" "$started"
     exit 0 ;;
 esac
-[ "${1:-}" = stack ] || rm -f "$side_done" # only make test's stack part takes the side tests as run
 
 scripts/engine.sh
 go build -o .cache/dist/loadgen ./loadgen
@@ -174,7 +152,7 @@ say "stack up after $((SECONDS - t0)) s"
 # one per service) after it starts, and a container's start-up work
 # (its first GC, a first scrape) falls in the same half minute: measure
 # after it: wait until docker has seen every container of the stack
-# healthy (at most 30 s; make test brings the stack up beside the Swarm
+# healthy (at most 30 s; make test brings the stack up beside the unit
 # tests, so that it is long past this by then).
 for _ in $(seq 60); do
   [ -z "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter health=starting)" ] && break
@@ -190,11 +168,6 @@ source scripts/hostpkgs.sh
 study_needs cc
 study_needs netstack
 .cache/dist/loadgen preflight -proxies nginx,haproxy,traefik,caddy -origins node,python,go,fast -wait 60s
-# The scenarios' checks, alone on the stack: a rate limiter's precision and
-# a slow origin's latency through a proxy need its CPU (beside lint and
-# fuzzing they failed).
-gotest scenarios -timeout 10m ./e2e/scenarios
-say "scenarios passed after $((SECONDS - t0)) s"
 
 run=e2e-$(date -u +%Y%m%dT%H%M%SZ)
 results=$PWD/.cache/e2e-results
@@ -206,13 +179,14 @@ results=$PWD/.cache/e2e-results
 say "bench + report after $((SECONDS - t0)) s"
 
 export PROXYBENCH_RUN_DIR=$results/$run PROXYBENCH_PROM=http://127.0.0.1:9090
-# The end-to-end package alone on the stack: its tests judge measurements.
+# One package at a time, each alone on the stack: a rate limiter's
+# precision, a slow origin's latency, a CPU reading all need the CPUs they
+# are given (the scenarios beside lint and fuzzing, and the exporter's CPU
+# check beside them, failed).
 gotest go-test -timeout 15m -skip '^TestSwarm' ./e2e/
+gotest scenarios -timeout 10m ./e2e/scenarios
 go test -tags e2e -count=1 -timeout 5m -run TestLiveQueriesReturnData ./grafana/dashcheck
-# The side tests, unless make test ran them on this stack already.
-if [ -e "$side_done" ]; then
-  rm -f "$side_done"
-else
-  side_tests
-fi
+# The exporter against docker logs and docker stats on the real stack. Its
+# idle-CPU figure is a measurement, not a pass/fail test (make perf-exporter).
+gotest exporter -timeout 10m -skip TestE2EIdleCPU ./exporter/
 say "passed in $((SECONDS - t0)) s"
