@@ -119,10 +119,10 @@ perf-exporter: ## the exporter's own CPU with the stack idle (stack up, nothing 
 lint: ## promtool config/rules/tests, dashboards and configs checks, gofmt, go vet (also -tags e2e), tidy go.mod (prometheus/lint.sh)
 	@prometheus/lint.sh
 
-test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm and the compose stack coming up beside them), lint and fuzzing beside the Swarm tests, the end-to-end tests on the compose stack
+test: prepare ## everything CI runs: prepare, unit tests (the single-node swarm coming up beside them), lint and fuzzing beside the Swarm tests and the compose stack's start, the end-to-end tests on the compose stack
 	@scripts/swarm.sh start
+	@$(MAKE) --no-print-directory test-unit || { [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
 	@scripts/e2e.sh stack-start
-	@$(MAKE) --no-print-directory test-unit || { scripts/e2e.sh stack-purge; [ "$$(scripts/swarm.sh wait 2>/dev/null)" = up-already ] || scripts/swarm.sh down; exit 2; }
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-checks test-swarm-part || { scripts/e2e.sh stack-purge; scripts/swarm.sh wait-down; exit 2; }
 	@scripts/e2e.sh stack
 

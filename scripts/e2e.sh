@@ -15,7 +15,8 @@
 #   e2e.sh stack   everything but the Swarm tests (make test, after them)
 #   e2e.sh stack-start  the compose stack up in the background, unless it
 #                  runs already, marked as this script's to take down (make
-#                  test: beside the unit tests)
+#                  test: beside lint, fuzzing and the Swarm tests; beside the
+#                  unit tests it slowed them by more than it saved)
 #   e2e.sh stack-purge  the stack down if stack-start brought it up (make
 #                  test, when a step before e2e.sh stack failed)
 set -euo pipefail
@@ -152,8 +153,8 @@ say "stack up after $((SECONDS - t0)) s"
 # one per service) after it starts, and a container's start-up work
 # (its first GC, a first scrape) falls in the same half minute: measure
 # after it: wait until docker has seen every container of the stack
-# healthy (at most 30 s; make test brings the stack up beside the unit
-# tests, so that it is long past this by then).
+# healthy (at most 30 s; make test brings the stack up beside lint and
+# the Swarm tests, so that it is mostly past this by then).
 for _ in $(seq 60); do
   [ -z "$(docker ps -q --filter label=com.docker.compose.project=proxybench --filter health=starting)" ] && break
   sleep 0.5

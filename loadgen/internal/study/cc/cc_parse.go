@@ -90,25 +90,47 @@ func ParseIperf3(out string) (Iperf3Result, error) {
 
 // ParseSSCongestion returns the congestion control of the socket that has
 // acknowledged the most bytes in `ss -tinH` output (iperf3's data stream,
-// not its control connection).
+// not its control connection) among those that sent within the last second
+// (lastsnd): a data socket an earlier run left established has not sent
+// for seconds, and acknowledged more than this run's has yet. Without
+// lastsnd readings, every socket counts.
 func ParseSSCongestion(out string) string {
-	best, bestAcked := "", int64(-1)
+	type sock struct {
+		alg      string
+		acked    int64
+		lastsnd  int64
+		hasLastS bool
+	}
+	var socks []sock
 	for _, line := range strings.Split(out, "\n") {
 		if line == "" || (line[0] != ' ' && line[0] != '\t') {
 			continue
 		}
-		alg, acked := "", int64(0)
+		var so sock
 		for _, f := range strings.Fields(line) {
 			k, v, hasColon := strings.Cut(f, ":")
 			switch {
-			case !hasColon && alg == "" && !slices.Contains([]string{"ts", "sack", "ecn", "ecnseen", "fastopen", "noecn"}, f) && isAlgName(f):
-				alg = f
+			case !hasColon && so.alg == "" && !slices.Contains([]string{"ts", "sack", "ecn", "ecnseen", "fastopen", "noecn"}, f) && isAlgName(f):
+				so.alg = f
 			case k == "bytes_acked":
-				acked, _ = strconv.ParseInt(v, 10, 64)
+				so.acked, _ = strconv.ParseInt(v, 10, 64)
+			case k == "lastsnd":
+				so.lastsnd, _ = strconv.ParseInt(v, 10, 64)
+				so.hasLastS = true
 			}
 		}
-		if alg != "" && acked > bestAcked {
-			best, bestAcked = alg, acked
+		if so.alg != "" {
+			socks = append(socks, so)
+		}
+	}
+	sending := func(so sock) bool { return !so.hasLastS || so.lastsnd <= 1000 }
+	if !slices.ContainsFunc(socks, sending) {
+		sending = func(sock) bool { return true }
+	}
+	best, bestAcked := "", int64(-1)
+	for _, so := range socks {
+		if sending(so) && so.acked > bestAcked {
+			best, bestAcked = so.alg, so.acked
 		}
 	}
 	return best

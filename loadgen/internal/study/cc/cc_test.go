@@ -16,6 +16,14 @@ func TestParseSSCongestion(t *testing.T) {
 	if got := ParseSSCongestion(reno); got != "reno" {
 		t.Errorf("ParseSSCongestion = %q, want reno", got)
 	}
+	// A data socket an earlier run (bbr) left established: more bytes
+	// acknowledged than this run's so far, but it has not sent for 3 s.
+	stale := "0 0 198.18.0.1:40200 198.18.0.2:5201\n\t ts sack bbr wscale:7,7 bytes_acked:224000000 lastsnd:3120 lastrcv:3120\n" +
+		"0 0 198.18.0.1:40210 198.18.0.2:5201\n\t ts sack reno wscale:7,7 bytes_acked:58000000 lastsnd:1 lastrcv:2\n" +
+		"0 0 198.18.0.1:40208 198.18.0.2:5201\n\t ts sack reno wscale:7,7 bytes_acked:181 lastsnd:900 lastrcv:900\n"
+	if got := ParseSSCongestion(stale); got != "reno" {
+		t.Errorf("ParseSSCongestion with a stale socket = %q, want reno (the one sending now)", got)
+	}
 	if got := ParseSSCongestion(""); got != "" {
 		t.Errorf("no sockets: %q", got)
 	}
