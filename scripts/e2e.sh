@@ -27,20 +27,15 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 unset PLACEMENT PLAN
 t0=$SECONDS
 # The mark of a stack that make test brought up (e2e.sh stack-start): this
-# script takes it down at the end, as one it brought up itself; and the
-# exit status of that start.
+# script takes it down at the end, as one it brought up itself. The start
+# is a detached job (scripts/detach.sh) in .cache/logs/e2e.
 ours=.cache/e2e-stack-ours
-started=.cache/e2e-stack-start.rc
+source scripts/detach.sh
 
 # wait_start: the stack-start's up has ended (at most 5 min): its status.
 wait_start() {
   [ -e "$ours" ] || return 0
-  local deadline=$((SECONDS + 300))
-  until [ -e "$started" ]; do
-    [ $SECONDS -lt $deadline ] || { say "the stack's start has not ended (log: .cache/logs/e2e/stack-start.log)"; return 1; }
-    sleep 0.5
-  done
-  [ "$(cat "$started")" = 0 ] || { say "the stack did not come up:"; cat .cache/logs/e2e/stack-start.log >&2; return 1; }
+  job_status .cache/logs/e2e stack-start 300
 }
 
 # gotest NAME ARGS...: go test -tags e2e -v ARGS, its whole log in
@@ -68,17 +63,17 @@ gotest() {
 
 case ${1:-} in
   stack-start)
-    rm -f "$ours" "$started"
+    rm -f "$ours"
     scripts/stack.sh running && exit 0
-    mkdir -p .cache/logs/e2e && touch "$ours"
-    setsid bash -c 'scripts/stack.sh up >.cache/logs/e2e/stack-start.log 2>&1; echo $? >"$0"' "$started" </dev/null >/dev/null 2>&1 &
+    mkdir -p .cache && touch "$ours"
+    detach_job .cache/logs/e2e stack-start scripts/stack.sh up
     say "stack up started in the background (log: .cache/logs/e2e/stack-start.log)"
     exit 0 ;;
   stack-purge)
     [ -e "$ours" ] || exit 0
     wait_start || true
     scripts/stack.sh purge
-    rm -f "$ours" "$started"
+    rm -f "$ours"
     exit 0 ;;
 esac
 
@@ -113,17 +108,12 @@ if [ "${1:-}" != stack ]; then
     exit $rc
   fi
   say "swarm stack up after $((SECONDS - t0)) s"
-  mkdir -p .cache/logs/e2e
-  set +e
-  PROXYBENCH_SWARM=1 go test -tags e2e -count=1 -vet=off -timeout 5m -v -run '^TestSwarm' ./e2e/ >.cache/logs/e2e/swarm.log 2>&1
-  rc=$?
-  set -e
-  grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' .cache/logs/e2e/swarm.log || true
+  rc=0
+  PROXYBENCH_SWARM=1 gotest swarm -timeout 5m -run '^TestSwarm' ./e2e/ || rc=$?
   if [ "$swarm_state" = started ]; then
-    scripts/swarm.sh stop 9>&- # the down must not hold the stack's lock
+    scripts/swarm.sh stop # detached: it holds no descriptor of this script's, the stack's lock among them
   fi
   if [ $rc != 0 ]; then
-    cat .cache/logs/e2e/swarm.log
     scripts/swarm.sh wait-down || true
     exit $rc
   fi
@@ -138,14 +128,14 @@ if [ "${1:-}" != stack ]; then
 fi
 
 if [ -e "$ours" ]; then
-  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours" "$started"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
   wait_start
   scripts/stack.sh wait
 elif scripts/stack.sh running; then
   say "stack already up: using it and leaving it up"
   scripts/stack.sh up
 else
-  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours" "$started"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
+  trap 'rc=$?; scripts/stack.sh purge; rm -f "$ours"; left=$(docker ps -aq --filter label=com.docker.compose.project=proxybench); [ -z "$left" ] || { say "containers left behind: $left"; rc=1; }; exit $rc' EXIT
   scripts/stack.sh up
 fi
 say "stack up after $((SECONDS - t0)) s"

@@ -469,52 +469,34 @@ case ${1:-} in
       exit 0
     fi
     echo started >"$STATE/start.state"
-    setsid bash -c '"$0" up >"$1/start.log" 2>&1; echo $? >"$1/start.rc"' "$0" "$STATE" </dev/null >/dev/null 2>&1 &
+    source scripts/detach.sh
+    detach_job "$STATE" start "$0" up
     say "up started in the background (log: $STATE/start.log)" ;;
   wait)
     # wait for `start`'s up: its exit status; 3 when no start is pending.
     # Prints "started" or "up-already" (whether this start brought it up).
     [ -f "$STATE/start.state" ] || { say "no swarm.sh start is pending"; exit 3; }
-    deadline=$((SECONDS + ${SWARM_WAIT:-180} + 120))
-    until [ -f "$STATE/start.rc" ] || [ "$(cat "$STATE/start.state")" = up-already ]; do
-      [ $SECONDS -lt $deadline ] || { say "swarm.sh up has not finished (log: $STATE/start.log)"; exit 1; }
-      sleep 1
-    done
     state=$(cat "$STATE/start.state")
     rm -f "$STATE/start.state"
     if [ "$state" = started ]; then
-      rc=$(cat "$STATE/start.rc")
-      if [ "$rc" != 0 ]; then
-        say "swarm.sh up failed (exit $rc):"
-        cat "$STATE/start.log" >&2
-        exit "$rc"
-      fi
+      source scripts/detach.sh
+      job_status "$STATE" start $((${SWARM_WAIT:-180} + 120)) || exit
       grep '^swarm: ' "$STATE/start.log" | tail -1 >&2 || true
     fi
     echo "$state" ;;
   stop)
     # down in the background (make test: beside the compose stack's first
     # steps); `wait-down` collects it.
-    mkdir -p "$STATE"
-    rm -f "$STATE/stop.rc"
-    touch "$STATE/stop.pending"
-    setsid bash -c '"$0" down >"$1/stop.log" 2>&1; echo $? >"$1/stop.rc"' "$0" "$STATE" </dev/null >/dev/null 2>&1 &
+    mkdir -p "$STATE" && touch "$STATE/stop.pending"
+    source scripts/detach.sh
+    detach_job "$STATE" stop "$0" down
     say "down started in the background (log: $STATE/stop.log)" ;;
   wait-down)
     # wait for `stop`'s down: its exit status; 0 when no stop is pending.
     [ -f "$STATE/stop.pending" ] || exit 0
-    deadline=$((SECONDS + 180))
-    until [ -f "$STATE/stop.rc" ]; do
-      [ $SECONDS -lt $deadline ] || { say "swarm.sh down has not finished (log: $STATE/stop.log)"; exit 1; }
-      sleep 0.5
-    done
     rm -f "$STATE/stop.pending"
-    rc=$(cat "$STATE/stop.rc")
-    if [ "$rc" != 0 ]; then
-      say "swarm.sh down failed (exit $rc):"
-      cat "$STATE/stop.log" >&2
-      exit "$rc"
-    fi
+    source scripts/detach.sh
+    job_status "$STATE" stop 180 || exit
     grep '^swarm: ' "$STATE/stop.log" | tail -1 >&2 || true ;;
   exec)
     # exec CMD...: CMD where a load node's processes run, in the node's
