@@ -50,7 +50,7 @@ func TestParityReadFromRunningProxy(t *testing.T) {
 	t.Cleanup(func() { set("16", "256") })
 
 	results := t.TempDir()
-	runCells(t, results, "parity", nil, "-tier", "5s", "-proxies", "nginx,haproxy", "-origins", "fast", "-concurrency", "8", "-isolate=false")
+	runCells(t, results, "parity", nil, "-tier", "2s", "-proxies", "nginx,haproxy", "-origins", "fast", "-concurrency", "8", "-isolate=false")
 	b, err := os.ReadFile(filepath.Join(results, "parity", "report.json"))
 	if err != nil {
 		t.Fatal(err)

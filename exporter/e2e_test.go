@@ -196,7 +196,7 @@ func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
 }
 
 // TestE2EStatsMatchDockerStats compares the exporter's cAdvisor CPU rate
-// over a 20 s loaded window with the engine's own stats, and memory (the
+// over a 12 s loaded window with the engine's own stats, and memory (the
 // proxies side by side).
 func TestE2EStatsMatchDockerStats(t *testing.T) {
 	t.Parallel()
@@ -233,7 +233,7 @@ func TestE2EStatsMatchDockerStats(t *testing.T) {
 			var c1 float64
 			var t1 time.Time
 			var s1 dockerx.Stats
-			const n = 10
+			const n = 6
 			for i := 0; i < n; i++ {
 				time.Sleep(2 * time.Second)
 				var m float64
