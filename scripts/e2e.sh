@@ -179,7 +179,5 @@ gotest scenarios -timeout 10m ./e2e/scenarios
 go test -tags e2e -count=1 -timeout 5m -run TestLiveQueriesReturnData ./grafana/dashcheck
 # The exporter against docker logs and docker stats on the real stack. Its
 # idle-CPU figure is a measurement, not a pass/fail test (make perf-exporter).
-# -parallel 4: the GC-count and the stats comparisons run side by side, each
-# on both Go proxies (go test's default would run two of the four at once).
-gotest exporter -timeout 10m -parallel 4 -skip TestE2EIdleCPU ./exporter/
+gotest exporter -timeout 10m -skip TestE2EIdleCPU ./exporter/
 say "passed in $((SECONDS - t0)) s"
