@@ -437,8 +437,11 @@ case ${1:-} in
     for k in $(seq "$MAX_NODES" -1 1); do
       node "$k"
       if answers; then
-        # Leaving the swarm removes the stack's tasks; the daemon then
-        # stops the containers it still has.
+        # Nothing of the stack is kept: its containers are killed rather
+        # than stopped (a graceful stop waits out each one's grace period);
+        # leaving the swarm then removes the stack's tasks.
+        # shellcheck disable=SC2046
+        dk kill $(dk ps -q) >/dev/null 2>&1 || true
         dk swarm leave --force >/dev/null 2>&1 || true
         step "node $k left the swarm"
       fi

@@ -169,16 +169,17 @@ func CheckLive(t *testing.T, p Prom, dashDir, rulesGlob string, window time.Dura
 func lastCellEnd(ctx context.Context, t *testing.T, p Prom, start, end time.Time) time.Time {
 	t.Helper()
 	window := end.Sub(start).Round(time.Second)
-	expr := "max(max_over_time(" + cellEndMetric + "[" + strconv.Itoa(int(window.Seconds())) + "s]))"
+	// When Prometheus last scraped the series of a cell's end: the loadgen
+	// publishes it once the cell's late requests are drained and leaves
+	// after its next scrape, whose staleness marker follows one interval
+	// later. At that scrape every loadgen series of the run is fresh.
+	expr := "max(max_over_time(timestamp(" + cellEndMetric + ")[" + strconv.Itoa(int(window.Seconds())) + "s:1s]))"
 	v, err := p.Scalar(ctx, expr, end)
 	if err != nil || v == 0 {
 		t.Logf("no cell window ended in the last %s (%v): instant queries at now", window, err)
 		return end
 	}
-	// The end is the planned one: the loadgen publishes it once the cell's
-	// late requests are drained, and Prometheus has it by its next scrape,
-	// 1 s later at most, while the loadgen lingers.
-	return time.UnixMilli(int64(v * 1000)).Add(1500 * time.Millisecond)
+	return time.UnixMilli(int64(v * 1000))
 }
 
 const cellEndMetric = "proxybench_cell_window_end_timestamp_seconds"

@@ -7,7 +7,9 @@ import "time"
 // MarginBefore, max(End, DrainEnd) + MarginAfter], are exact. The
 // loadgen keeps every label set quiet for a settle time longer than
 // MarginBefore between cells, and stays up after its last cell until
-// Prometheus has scraped it MarginAfter past the last drain.
+// Prometheus has scraped it past the last drain (that sample lies inside
+// every span; the staleness marker of its exit may too, and the reporter's
+// range selections skip it).
 const (
 	MarginBefore = time.Second
 	MarginAfter  = 1500 * time.Millisecond

@@ -53,9 +53,12 @@ func (r *Runner) save() error {
 }
 
 // linger keeps the loadgen's /metrics (and its workers') up after the
-// last cell until Prometheus has scraped it manifest.MarginAfter past now
-// (the last cell's drain is over): the counting span of every window then
-// ends before the staleness marker of the loadgen's exit. Without such a
+// last cell until Prometheus has scraped it in a scrape that began after
+// now (the last cell's drain is over): that sample holds every count, and
+// lies inside every counting span (a span ends manifest.MarginAfter, more
+// than a scrape interval, after the drain). The staleness marker of the
+// exit, one interval later, may fall inside the last span: the reporter
+// reads spans through range selections, which skip it. Without such a
 // scrape (no ScrapedAfter, Prometheus away) it waits at most d.
 func (r *Runner) linger(ctx context.Context, d time.Duration) {
 	start := r.Clock.Now()
@@ -64,7 +67,7 @@ func (r *Runner) linger(ctx context.Context, d time.Duration) {
 		_ = r.Clock.Sleep(ctx, d)
 		return
 	}
-	scraped := r.ScrapedAfter(start.Add(manifest.MarginAfter))
+	scraped := r.ScrapedAfter(start)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

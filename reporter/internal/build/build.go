@@ -126,6 +126,9 @@ func Report(ctx context.Context, cfg Config) (*report.Report, error) {
 				proxies = append(proxies, w.Svc())
 			}
 		}
+		if err := collect.AwaitFinalScrape(ctx, cfg.Prom, windows, cfg.Now); err != nil {
+			return nil, err
+		}
 		kinds, err := collect.Probe(ctx, cfg.Prom, from.Add(-collect.MarginBefore), to.Add(collect.MarginAfter))
 		if err != nil {
 			return nil, err
