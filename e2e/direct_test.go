@@ -29,7 +29,10 @@ import (
 func TestDirectControl(t *testing.T) {
 	results := t.TempDir()
 	began := time.Now()
-	before := nginxRequests(t, began)
+	// The baseline is a scrape after the earlier tests' traffic through
+	// nginx (its last requests reach the counter at the exporter's next
+	// scrape).
+	before := nginxRequests(t, scrapedSince(t, metricdefs.NginxRequests.Name, began))
 	atOrigin := originServed(t)
 	cells := runCells(t, results, "direct", nil, "-tier", "4s", "-proxies", "nginx", "-origins", "fast", "-direct",
 		"-rate", "1000", "-repeats", "2", "-control=false")
@@ -189,6 +192,25 @@ func nginxRequests(t *testing.T, at time.Time) int64 {
 		t.Fatalf("%s at %s: %v, %v (is the stack up?)", metricdefs.NginxRequests.Name, at.Format(time.RFC3339), v, err)
 	}
 	return int64(v[0].Value)
+}
+
+// scrapedSince waits until Prometheus holds a sample of metric taken at or
+// after t0 (at most 10 s) and returns its time.
+func scrapedSince(t *testing.T, metric string, t0 time.Time) time.Time {
+	t.Helper()
+	c, err := promapi.New(promURL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		v, err := c.Query(context.Background(), "max(timestamp("+metric+"))", time.Now())
+		if err == nil && len(v) == 1 && v[0].Value >= float64(t0.UnixMilli())/1000 {
+			return time.UnixMilli(int64(v[0].Value * 1000))
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no sample of %s since %s in Prometheus within 10 s: %v %v", metric, t0.Format(time.RFC3339Nano), v, err)
+		}
+	}
 }
 
 // originServed is the fast origin's own count of the GET / it answered:
