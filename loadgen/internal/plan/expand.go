@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"proxybench/internal/cellid"
+	"proxybench/internal/manifest"
 	"proxybench/internal/scenario"
 	"proxybench/internal/stack"
 	"proxybench/loadgen/internal/load"
@@ -280,26 +281,50 @@ func seedOf(run string) int64 {
 	return int64(h.Sum64() &^ (1 << 63))
 }
 
-// Estimate is how long the run takes at least: cells, warm-ups, settles,
-// cooldowns and the linger (not preflight or Docker calls).
+// Estimate is how long the run takes at least: cells, warm-ups, the quiet
+// between cells (Quiet), cooldowns and the linger (not preflight or Docker
+// calls).
 func (x *Expanded) Estimate() time.Duration {
 	var d time.Duration
 	prev := ""
+	ended := map[string]time.Duration{} // when each label set's traffic ended
 	for i, c := range x.Cells {
 		if c.Skip != nil {
 			continue
 		}
 		if i > 0 && !x.SharesWindow(i) {
-			d += time.Duration(x.Settle)
-		}
-		if prev != "" && prev != c.Proxy && x.LongRun {
-			d += max(0, time.Duration(x.Cooldown)-time.Duration(x.Settle))
+			at, ok := ended[c.LabelSet()]
+			q := x.Quiet(d-at, ok)
+			if prev != "" && prev != c.Proxy && x.LongRun {
+				q = max(q, time.Duration(x.Cooldown))
+			}
+			d += q
 		}
 		prev = c.Proxy
 		d += time.Duration(c.Warmup + c.Duration)
 		if c.Warmup > 0 { // the quiet gap between warm-up and window
 			d += time.Duration(x.Settle)
 		}
+		ended[c.LabelSet()] = d
 	}
 	return d + time.Duration(x.Linger)
 }
+
+// Quiet is the gap before a cell's traffic. After traffic of the same label
+// set (proxy, origin and scenario: the loadgen's series), the settle: the
+// reporter's timing guarantee, which counts each window over its own span
+// of those series. After another label set's, the settle up to
+// manifest.MarginAfter: more than a scrape interval, so the series the two
+// share server-side (the proxy's or the origin's container) are scraped in
+// between, where counting needs no more. since is how long ago the cell's
+// label set last sent traffic (ok false: not yet in this run).
+func (x *Expanded) Quiet(since time.Duration, ok bool) time.Duration {
+	d := min(time.Duration(x.Settle), manifest.MarginAfter)
+	if ok {
+		d = max(d, time.Duration(x.Settle)-since)
+	}
+	return d
+}
+
+// LabelSet names the loadgen series a cell's traffic is counted in.
+func (c Cell) LabelSet() string { return c.Proxy + "\x00" + c.Origin + "\x00" + c.Scenario }

@@ -75,7 +75,7 @@ type Plan struct {
 	Isolate     bool     `yaml:"isolate" json:"isolate"`               // pause the other proxies while one runs
 	Warmup      Duration `yaml:"warmup" json:"warmup"`                 // before cells >= 30 s, outside the window
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`             // between proxies, runs with cells >= 30 s
-	Settle      Duration `yaml:"settle" json:"settle"`                 // quiet between cells (timing guarantee)
+	Settle      Duration `yaml:"settle" json:"settle"`                 // quiet before a cell after its label set's traffic (timing guarantee; Expanded.Quiet)
 	Linger      Duration `yaml:"linger" json:"linger"`                 // at most this long: metrics kept up after the last cell until scraped
 	Timeout     Duration `yaml:"timeout" json:"timeout"`               // per request
 	Preflight   Duration `yaml:"preflight_wait" json:"preflight_wait"` // retry a proxy's routes up to this long

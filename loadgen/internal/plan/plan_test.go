@@ -473,6 +473,42 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
+// TestQuietBetweenCells: the settle after traffic of the same label set
+// (repeats in a row), a counting span's margin after another's, never more
+// than the settle asked for (0 is 0), and what is left of the settle when
+// the label set's traffic ended a while ago.
+func TestQuietBetweenCells(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args string
+		want time.Duration
+	}{
+		{"-tier 1s -proxies nginx -origins fast -repeats 3 -control=false -settle 3s -linger 0s", 3*time.Second + 2*3*time.Second},
+		{"-tier 1s -proxies nginx,caddy -origins fast -settle 3s -linger 0s", 2*time.Second + 1500*time.Millisecond},
+		{"-tier 1s -proxies nginx,caddy -origins fast -settle 1s -linger 0s", 2*time.Second + time.Second},
+		{"-tier 1s -proxies nginx,caddy -origins fast -settle 0s -linger 0s", 2 * time.Second},
+	} {
+		p, err := Load(strings.Fields(tc.args), now, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := p.Expand()
+		if got := x.Estimate(); got != tc.want {
+			t.Errorf("%s: estimate %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	x := &Expanded{Plan: Plan{Settle: Duration(3 * time.Second)}}
+	for _, tc := range []struct {
+		since time.Duration
+		same  bool
+		want  time.Duration
+	}{{0, true, 3 * time.Second}, {time.Second, true, 2 * time.Second}, {2900 * time.Millisecond, true, 1500 * time.Millisecond}, {0, false, 1500 * time.Millisecond}} {
+		if got := x.Quiet(tc.since, tc.same); got != tc.want {
+			t.Errorf("quiet %v after the same label set (%v): %v, want %v", tc.since, tc.same, got, tc.want)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"good.yaml", "unknown.yaml", "badduration.yaml"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))

@@ -125,8 +125,10 @@ type Runner struct {
 
 	m       *manifest.Manifest
 	dir     string
-	sentAny bool // some cell has sent traffic: settle before the next
+	sentAny bool // some cell has sent traffic: a quiet gap before the next
 	lastPxy string
+	lastSet string               // the label set of the last cell that sent traffic
+	ended   map[string]time.Time // when each label set's traffic last ended (at the latest)
 	broken  int
 	proxies map[string]*proxyState
 	arms    *arms
@@ -354,10 +356,8 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			continue
 		}
 		if k+1 < len(cells) && r.Plan.SharesWindow(n) { // n is the next cell's index in the plan
-			if d := r.quietBefore(c); d > 0 {
-				if err := r.Clock.Sleep(ctx, d); err != nil {
-					return
-				}
+			if err := r.quiet(ctx, c); err != nil {
+				return
 			}
 			ma, mb, died := r.runPair(ctx, n, c, cells[k+1], st.ctr)
 			for i, mc := range []manifest.Cell{ma, mb} {
@@ -384,11 +384,9 @@ func (r *Runner) runProxy(ctx context.Context, iso *isolation, base int, cells [
 			r.finish(n, r.skipped(c, &manifest.Skip{Kind: manifest.SkipArm, Reason: "not run: " + err.Error()}))
 			continue
 		}
-		if d := r.quietBefore(c); d > 0 {
-			if err := r.Clock.Sleep(ctx, d); err != nil {
-				r.arms.undo(ctx)
-				return
-			}
+		if err := r.quiet(ctx, c); err != nil {
+			r.arms.undo(ctx)
+			return
 		}
 		mc, died := r.runCell(ctx, n, c, ctr, nil)
 		r.arms.undo(ctx)
@@ -414,21 +412,6 @@ func (r *Runner) cellsOf(proxy string) []plan.Cell {
 		}
 	}
 	return out
-}
-
-// quietBefore is how long to wait before c's traffic: settle between cells
-// (the reporter's timing guarantee), the cooldown before a new proxy in a
-// long run, nothing before the first traffic of the run.
-func (r *Runner) quietBefore(c plan.Cell) time.Duration {
-	defer func() { r.sentAny, r.lastPxy = true, c.Proxy }()
-	if !r.sentAny {
-		return 0
-	}
-	d := time.Duration(r.Plan.Settle)
-	if c.Proxy != r.lastPxy && r.Plan.LongRun {
-		d = max(d, time.Duration(r.Plan.Cooldown))
-	}
-	return d
 }
 
 // prepareProxy isolates the proxy, checks its container and records its

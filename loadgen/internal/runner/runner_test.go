@@ -78,9 +78,12 @@ func TestRunManifestAfterEachCell(t *testing.T) {
 			t.Errorf("cell %s: %d req, codes %v, %d errors, latency %+v, window %s", c.ID, c.Requests, c.Codes, c.Errors, c.Latency, w)
 		}
 	}
-	// One settle between the two cells; short cells: no cooldown; linger 0.
-	if got := clock.got(); !slices.Equal(got, []time.Duration{3 * time.Second}) {
-		t.Errorf("sleeps %v, want [3s]", got)
+	// Between the two cells (other label sets) the quiet of a counting
+	// span's margin, then the wait for a scrape past the first cell's end,
+	// which nothing makes here: it ends at the settle (1.5 s more); short
+	// cells: no cooldown; linger 0.
+	if got := clock.got(); !slices.Equal(got, []time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond}) {
+		t.Errorf("sleeps %v, want [1.5s 1.5s]", got)
 	}
 	for _, want := range []string{
 		`proxybench_cell_window_end_timestamp_seconds{arm="",cell="nginx.fast.simple.1s.r1",origin="fast",proxy="nginx",repeat="1",run="t1",scenario="simple",tier="1s"}`,
@@ -258,9 +261,10 @@ func TestQuietRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := time.Second
-	// Each cell: warm-up, quiet gap (settle), window. Between cells a settle,
-	// before the second proxy the cooldown, at the end the linger.
-	want := []time.Duration{3 * s, 3 * s, 3 * s, 10 * s, 3 * s, 3 * s, 3 * s, 5 * s}
+	// Each cell: warm-up, quiet gap (settle), window. Between cells of other
+	// label sets 1.5 s, before the second proxy the cooldown, at the end
+	// the linger.
+	want := []time.Duration{3 * s, 1500 * time.Millisecond, 3 * s, 10 * s, 3 * s, 1500 * time.Millisecond, 3 * s, 5 * s}
 	if got := clock.got(); !slices.Equal(got, want) {
 		t.Errorf("sleeps %v, want %v", got, want)
 	}
