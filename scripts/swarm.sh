@@ -25,9 +25,10 @@
 #   down    everything up made, on every node: the stack and the swarm go
 #           with the daemons; their containerd, leftover containers (by
 #           their cgroup), mounts, the namespaces, the veth pairs and the
-#           bridge, the host's route, and the data-roots' contents
-#           (the daemons' logs stay, in .cache/swarm/dockerd.log and
-#           .cache/swarm/node-K/dockerd.log).
+#           bridge, the host's route, and the data-roots' contents but
+#           their image stores, which the next up reuses (SWARM_PURGE=1
+#           removes those too; the daemons' logs stay, in
+#           .cache/swarm/dockerd.log and .cache/swarm/node-K/dockerd.log).
 #           After a crash at any point it removes what is left, and up
 #           starts by doing the same when its daemon is gone.
 #   status  what exists and answers; exit 0 when the stack runs n/n on
@@ -162,7 +163,14 @@ cleanup() {
     [ -d "$cg" ] || continue
     find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
-  rm -rf "$RUN" "$DATA" "$STATE/bin" "$STATE/daemon.json" "$STATE"/stack.*
+  rm -rf "$RUN" "$STATE/bin" "$STATE/daemon.json" "$STATE"/stack.*
+  if [ -n "${SWARM_PURGE:-}" ]; then
+    rm -rf "$DATA"
+  else
+    # The image store stays (image/ and overlay2/: the next up copies no
+    # image it holds); the rest of the data-root goes.
+    find "$DATA" -mindepth 1 -maxdepth 1 ! -name image ! -name overlay2 -exec rm -rf {} + 2>/dev/null || true
+  fi
   ip netns del "$NS" 2>/dev/null || true
 }
 
@@ -443,6 +451,9 @@ case ${1:-} in
         # shellcheck disable=SC2046
         dk kill $(dk ps -q) >/dev/null 2>&1 || true
         dk swarm leave --force >/dev/null 2>&1 || true
+        # Their containers go through the daemon, so the image store it
+        # keeps (cleanup) holds no container's layers.
+        dk container prune -f >/dev/null 2>&1 || true
         step "node $k left the swarm"
       fi
     done
