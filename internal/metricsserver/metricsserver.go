@@ -53,7 +53,8 @@ type Server struct {
 	errc    chan error
 
 	mu      sync.Mutex
-	waiters []waiter // ScrapedAfter's, until a scrape after their time
+	waiters []waiter  // ScrapedAfter's, until a scrape after their time
+	last    time.Time // when the latest scrape served began
 }
 
 type waiter struct {
@@ -96,12 +97,16 @@ func (s *Server) Addr() string { return s.addr }
 func (s *Server) Scraped() <-chan struct{} { return s.scraped }
 
 // ScrapedAfter is closed once a /metrics response has been written whose
-// scrape began at or after t: every value as of t has then reached
-// Prometheus (the loadgen's linger waits for it).
+// scrape began at or after t, already or later: every value as of t has
+// then reached Prometheus (the loadgen's linger waits for it).
 func (s *Server) ScrapedAfter(t time.Time) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := make(chan struct{})
+	if !s.last.IsZero() && !s.last.Before(t) {
+		close(ch)
+		return ch
+	}
 	s.waiters = append(s.waiters, waiter{t, ch})
 	return ch
 }
@@ -111,6 +116,9 @@ func (s *Server) ScrapedAfter(t time.Time) <-chan struct{} {
 func (s *Server) served(began time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if began.After(s.last) {
+		s.last = began
+	}
 	kept := s.waiters[:0]
 	for _, w := range s.waiters {
 		if began.Before(w.after) {

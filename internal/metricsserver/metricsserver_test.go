@@ -100,7 +100,7 @@ func TestServer(t *testing.T) {
 }
 
 // ScrapedAfter fires on the first scrape that began at or after its time,
-// not on an earlier one.
+// whether served before it was asked or after, not on an earlier one.
 func TestScrapedAfter(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -136,5 +136,17 @@ func TestScrapedAfter(t *testing.T) {
 	case <-later:
 	default:
 		t.Fatal("the scrape after the time did not close ScrapedAfter")
+	}
+	// Asked after the scrape it waits for: closed at once; for a time after
+	// the latest scrape: open until the next.
+	select {
+	case <-s.ScrapedAfter(time.Now().Add(-200 * time.Millisecond)):
+	default:
+		t.Fatal("a scrape already served after the time did not close ScrapedAfter")
+	}
+	select {
+	case <-s.ScrapedAfter(time.Now()):
+		t.Fatal("ScrapedAfter closed with no scrape after its time")
+	default:
 	}
 }

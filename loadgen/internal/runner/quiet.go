@@ -18,16 +18,19 @@ func (r *Runner) quiet(ctx context.Context, c plan.Cell) error {
 	if d <= 0 {
 		return nil
 	}
+	var scraped <-chan struct{}
+	rest := time.Duration(r.Plan.Settle) - d
+	if r.ScrapedAfter != nil && rest > 0 {
+		scraped = r.ScrapedAfter(ended) // a scrape during the quiet counts
+	}
 	if err := r.Clock.Sleep(ctx, d); err != nil {
 		return err
 	}
-	rest := time.Duration(r.Plan.Settle) - d
-	if r.ScrapedAfter == nil || rest <= 0 {
+	if scraped == nil {
 		return nil
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	scraped := r.ScrapedAfter(ended)
 	go func() {
 		select {
 		case <-scraped:
