@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 
 	"proxybench/internal/cellid"
 	"proxybench/internal/placement"
-	"proxybench/loadgen/internal/load"
 )
 
 var now = time.Date(2026, 11, 30, 5, 15, 0, 0, time.UTC)
@@ -421,94 +419,6 @@ func TestExpandArmsAndRandomOrder(t *testing.T) {
 	}
 }
 
-func TestWarmupAndCooldownThreshold(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		tier       string
-		wantWarmup []time.Duration
-		long       bool
-	}{
-		{"quick", []time.Duration{0}, false},
-		{"29s", []time.Duration{0}, false},
-		{"30s", []time.Duration{5 * time.Second}, true},
-		{"5s,60s", []time.Duration{0, 5 * time.Second}, true},
-		{"all", []time.Duration{0, 5 * time.Second, 5 * time.Second}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.tier, func(t *testing.T) {
-			t.Parallel()
-			p, err := Load([]string{"-tier", tc.tier, "-proxies", "nginx", "-origins", "fast"}, now, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x, err := p.Expand()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(x.Cells) != len(tc.wantWarmup) {
-				t.Fatalf("%d cells", len(x.Cells))
-			}
-			for i, c := range x.Cells {
-				if time.Duration(c.Warmup) != tc.wantWarmup[i] {
-					t.Errorf("%s warmup %s, want %s", c.ID, c.Warmup, tc.wantWarmup[i])
-				}
-			}
-			if x.LongRun != tc.long {
-				t.Errorf("long run %v, want %v", x.LongRun, tc.long)
-			}
-		})
-	}
-}
-
-func TestEstimate(t *testing.T) {
-	t.Parallel()
-	p, err := Load(strings.Fields("-tier 30s -proxies nginx,caddy -origins fast -settle 3s -cooldown 10s -warmup 5s -linger 5s"), now, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, _ := p.Expand()
-	// (5 warm-up + 3 gap + 30) + (3 settle + 7 more cooldown) + 38 + 5 linger
-	if got, want := x.Estimate(), 91*time.Second; got != want {
-		t.Errorf("estimate %s, want %s", got, want)
-	}
-}
-
-// TestQuietBetweenCells: the settle after traffic of the same label set
-// (repeats in a row), a counting span's margin after another's, never more
-// than the settle asked for (0 is 0), and what is left of the settle when
-// the label set's traffic ended a while ago.
-func TestQuietBetweenCells(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		args string
-		want time.Duration
-	}{
-		{"-tier 1s -proxies nginx -origins fast -repeats 3 -control=false -settle 3s -linger 0s", 3*time.Second + 2*3*time.Second},
-		{"-tier 1s -proxies nginx,caddy -origins fast -settle 3s -linger 0s", 2*time.Second + 1500*time.Millisecond},
-		{"-tier 1s -proxies nginx,caddy -origins fast -settle 1s -linger 0s", 2*time.Second + time.Second},
-		{"-tier 1s -proxies nginx,caddy -origins fast -settle 0s -linger 0s", 2 * time.Second},
-	} {
-		p, err := Load(strings.Fields(tc.args), now, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, _ := p.Expand()
-		if got := x.Estimate(); got != tc.want {
-			t.Errorf("%s: estimate %s, want %s", tc.args, got, tc.want)
-		}
-	}
-	x := &Expanded{Plan: Plan{Settle: Duration(3 * time.Second)}}
-	for _, tc := range []struct {
-		since time.Duration
-		same  bool
-		want  time.Duration
-	}{{0, true, 3 * time.Second}, {time.Second, true, 2 * time.Second}, {2900 * time.Millisecond, true, 1500 * time.Millisecond}, {0, false, 1500 * time.Millisecond}} {
-		if got := x.Quiet(tc.since, tc.same); got != tc.want {
-			t.Errorf("quiet %v after the same label set (%v): %v, want %v", tc.since, tc.same, got, tc.want)
-		}
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"good.yaml", "unknown.yaml", "badduration.yaml"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -550,58 +460,4 @@ func FuzzParseTiers(f *testing.F) {
 			}
 		}
 	})
-}
-
-// Every cell carries its complete load model, parsed once from the plan:
-// the tier's window for closed and open loops, the stages as they are, and
-// the scenario's own open loop (ratelimit) with the plan's concurrency as
-// its cap. The cell's shown fields are the model's.
-func TestCellLoadModels(t *testing.T) {
-	t.Parallel()
-	st := []load.Stage{{Duration: 10 * time.Second, Target: 100}, {Duration: 20 * time.Second, Target: 300}}
-	for _, tc := range []struct {
-		args string
-		want map[string]load.Model // by scenario.tier
-	}{
-		{"-proxies haproxy -origins fast -scenarios simple,ratelimit -tier quick,60s -concurrency 7", map[string]load.Model{
-			"simple.quick":    load.Closed{Connections: 7, Duration: 5 * time.Second},
-			"simple.60s":      load.Closed{Connections: 7, Duration: time.Minute},
-			"ratelimit.quick": load.Open{Rate: 1500, MaxInFlight: 7, Duration: 5 * time.Second},
-			"ratelimit.60s":   load.Open{Rate: 1500, MaxInFlight: 7, Duration: time.Minute},
-		}},
-		{"-proxies nginx -origins fast -scenarios simple -rate 200", map[string]load.Model{
-			"simple.quick": load.Open{Rate: 200, MaxInFlight: 50, Duration: 5 * time.Second},
-		}},
-		{"-proxies nginx -origins fast -scenarios simple,ratelimit -stages 10s:100,20s:300", map[string]load.Model{
-			"simple.stages":    load.RateStages{Stages: st, MaxInFlight: 50},
-			"ratelimit.stages": load.Open{Rate: 1500, MaxInFlight: 50, Duration: 30 * time.Second},
-		}},
-		{"-proxies nginx -origins fast -scenarios simple -stages 10s:100,20s:300 -stage-kind concurrency", map[string]load.Model{
-			"simple.stages": load.ConcurrencyStages{Stages: st},
-		}},
-	} {
-		p, err := Load(strings.Fields(tc.args), now, io.Discard)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.args, err)
-		}
-		x, err := p.Expand()
-		if err != nil {
-			t.Fatalf("%s: %v", tc.args, err)
-		}
-		if len(x.Cells) != len(tc.want) {
-			t.Fatalf("%s: %d cells, want %d", tc.args, len(x.Cells), len(tc.want))
-		}
-		for _, c := range x.Cells {
-			want := tc.want[c.Scenario+"."+c.Tier]
-			if !reflect.DeepEqual(c.Load, want) {
-				t.Errorf("%s: cell %s load %#v, want %#v", tc.args, c.ID, c.Load, want)
-				continue
-			}
-			conc, rate := want.Summary()
-			if c.Mode != want.Name() || c.Concurrency != conc || c.Rate != rate || time.Duration(c.Duration) != want.Window() {
-				t.Errorf("%s: cell %s shows %s %d %g %v, its model %s %d %g %v", tc.args, c.ID, c.Mode, c.Concurrency, c.Rate,
-					c.Duration, want.Name(), conc, rate, want.Window())
-			}
-		}
-	}
 }
