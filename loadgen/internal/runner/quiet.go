@@ -29,17 +29,23 @@ func (r *Runner) quiet(ctx context.Context, c plan.Cell) error {
 	if scraped == nil {
 		return nil
 	}
-	wctx, cancel := context.WithCancel(ctx)
+	r.sleepUntil(ctx, scraped, rest)
+	return ctx.Err()
+}
+
+// sleepUntil sleeps d on the runner's clock, or less if done is closed
+// first; it says whether d ran out (false: done, or ctx ended).
+func (r *Runner) sleepUntil(ctx context.Context, done <-chan struct{}, d time.Duration) (timedOut bool) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
-		case <-scraped:
+		case <-done:
 			cancel()
-		case <-wctx.Done():
+		case <-ctx.Done():
 		}
 	}()
-	_ = r.Clock.Sleep(wctx, rest)
-	return ctx.Err()
+	return r.Clock.Sleep(ctx, d) == nil
 }
 
 // quietBefore is how long to wait before c's traffic: the plan's quiet gap

@@ -67,17 +67,7 @@ func (r *Runner) linger(ctx context.Context, d time.Duration) {
 		_ = r.Clock.Sleep(ctx, d)
 		return
 	}
-	scraped := r.ScrapedAfter(start)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-scraped:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if err := r.Clock.Sleep(ctx, d); err == nil {
+	if r.sleepUntil(ctx, r.ScrapedAfter(start), d) {
 		who := "the loadgen"
 		if r.Plan.Loadgens > 1 {
 			who = "the loadgen or one of its workers"
