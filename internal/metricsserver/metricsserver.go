@@ -103,7 +103,7 @@ func (s *Server) ScrapedAfter(t time.Time) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch := make(chan struct{})
-	if !s.last.IsZero() && !s.last.Before(t) {
+	if !s.last.Before(t) {
 		close(ch)
 		return ch
 	}

@@ -282,32 +282,53 @@ func seedOf(run string) int64 {
 }
 
 // Estimate is how long the run takes at least: cells, warm-ups, the quiet
-// between cells (Quiet), cooldowns and the linger (not preflight or Docker
+// between cells (Gaps), cooldowns and the linger (not preflight or Docker
 // calls).
 func (x *Expanded) Estimate() time.Duration {
-	var d time.Duration
-	prev := ""
-	ended := map[string]time.Duration{} // when each label set's traffic ended
+	var at time.Time // the run's clock, from zero
+	gaps := x.Gaps()
 	for i, c := range x.Cells {
 		if c.Skip != nil {
 			continue
 		}
-		if i > 0 && !x.SharesWindow(i) {
-			at, ok := ended[c.LabelSet()]
-			q := x.Quiet(d-at, ok)
-			if prev != "" && prev != c.Proxy && x.LongRun {
-				q = max(q, time.Duration(x.Cooldown))
-			}
-			d += q
+		if !x.SharesWindow(i) { // nothing before the first
+			at = at.Add(gaps.Before(c, at))
 		}
-		prev = c.Proxy
-		d += time.Duration(c.Warmup + c.Duration)
+		at = at.Add(time.Duration(c.Warmup + c.Duration))
 		if c.Warmup > 0 { // the quiet gap between warm-up and window
-			d += time.Duration(x.Settle)
+			at = at.Add(time.Duration(x.Settle))
 		}
-		ended[c.LabelSet()] = d
 	}
-	return d + time.Duration(x.Linger)
+	return at.Sub(time.Time{}) + time.Duration(x.Linger)
+}
+
+// Gaps keeps, over one run, when each label set last sent traffic, and
+// says the quiet before each cell: Quiet, and the cooldown before a new
+// proxy in a long run.
+type Gaps struct {
+	x     *Expanded
+	last  *Cell // the last cell asked about, whose traffic came next
+	ended map[string]time.Time
+}
+
+// Gaps starts the run's quiet bookkeeping.
+func (x *Expanded) Gaps() *Gaps { return &Gaps{x: x, ended: map[string]time.Time{}} }
+
+// Before is the quiet before c's traffic, asked at now, when the traffic
+// of the cell asked about before it ended; nothing before the first.
+func (g *Gaps) Before(c Cell, now time.Time) time.Duration {
+	prev := g.last
+	g.last = &c
+	if prev == nil {
+		return 0
+	}
+	g.ended[prev.LabelSet()] = now
+	at, ok := g.ended[c.LabelSet()]
+	d := g.x.Quiet(now.Sub(at), ok)
+	if c.Proxy != prev.Proxy && g.x.LongRun {
+		d = max(d, time.Duration(g.x.Cooldown))
+	}
+	return d
 }
 
 // Quiet is the gap before a cell's traffic. After traffic of the same label

@@ -100,7 +100,7 @@ var fields = []field{
 		get: func(p *Plan) string { return p.Cooldown.String() }, set: durField(func(p *Plan) *Duration { return &p.Cooldown })},
 	{name: "settle", usage: "`duration` of quiet before a cell after traffic of its proxy, origin and scenario (>= 3s keeps the reporter's counts exact); after other cells 1.5s, or this when shorter",
 		get: func(p *Plan) string { return p.Settle.String() }, set: durField(func(p *Plan) *Duration { return &p.Settle })},
-	{name: "linger", usage: "keep /metrics up after the last cell until Prometheus has scraped it 1.5 s past the last drain, at most this `long`, and wait up to as long for its first scrape before the first cell",
+	{name: "linger", usage: "keep /metrics up after the last cell until Prometheus has scraped it past the last drain, at most this `long`, and wait up to as long for its first scrape before the first cell",
 		get: func(p *Plan) string { return p.Linger.String() }, set: durField(func(p *Plan) *Duration { return &p.Linger })},
 	{name: "timeout", usage: "per request `timeout`",
 		get: func(p *Plan) string { return p.Timeout.String() }, set: durField(func(p *Plan) *Duration { return &p.Timeout })},

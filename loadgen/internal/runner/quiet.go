@@ -7,14 +7,18 @@ import (
 	"proxybench/loadgen/internal/plan"
 )
 
-// quiet waits before c's traffic (quietBefore) and, where Prometheus
-// scrapes the loadgen, on until it has scraped it past the previous cell's
-// end, within the settle: the scrape that closes that cell's counting span
-// is then served before c's load can delay it (a closed loop fills the CPU
-// Prometheus shares with the loadgen on a small host).
+// quiet waits before c's traffic what plan.Gaps says (asked right after
+// the previous cell ended) and, where Prometheus scrapes the loadgen, on
+// until it has scraped it past the previous cell's end, within the settle:
+// the scrape that closes that cell's counting span is then served before
+// c's load can delay it (a closed loop fills the CPU Prometheus shares with
+// the loadgen on a small host).
 func (r *Runner) quiet(ctx context.Context, c plan.Cell) error {
+	if r.gaps == nil {
+		r.gaps = r.Plan.Gaps()
+	}
 	ended := r.Clock.Now()
-	d := r.quietBefore(c)
+	d := r.gaps.Before(c, ended)
 	if d <= 0 {
 		return nil
 	}
@@ -46,27 +50,4 @@ func (r *Runner) sleepUntil(ctx context.Context, done <-chan struct{}, d time.Du
 		}
 	}()
 	return r.Clock.Sleep(ctx, d) == nil
-}
-
-// quietBefore is how long to wait before c's traffic: the plan's quiet gap
-// (plan.Expanded.Quiet: the settle after traffic of c's label set, less
-// after another's), the cooldown before a new proxy in a long run, nothing
-// before the first traffic of the run. It is asked right after the
-// previous cell ended, whose traffic it marks ended now.
-func (r *Runner) quietBefore(c plan.Cell) time.Duration {
-	now := r.Clock.Now()
-	defer func() { r.sentAny, r.lastPxy, r.lastSet = true, c.Proxy, c.LabelSet() }()
-	if !r.sentAny {
-		return 0
-	}
-	if r.ended == nil {
-		r.ended = map[string]time.Time{}
-	}
-	r.ended[r.lastSet] = now
-	at, ok := r.ended[c.LabelSet()]
-	d := r.Plan.Quiet(now.Sub(at), ok)
-	if c.Proxy != r.lastPxy && r.Plan.LongRun {
-		d = max(d, time.Duration(r.Plan.Cooldown))
-	}
-	return d
 }

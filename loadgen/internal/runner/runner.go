@@ -125,10 +125,7 @@ type Runner struct {
 
 	m       *manifest.Manifest
 	dir     string
-	sentAny bool // some cell has sent traffic: a quiet gap before the next
-	lastPxy string
-	lastSet string               // the label set of the last cell that sent traffic
-	ended   map[string]time.Time // when each label set's traffic last ended (at the latest)
+	gaps    *plan.Gaps // the quiet between cells, over the run
 	broken  int
 	proxies map[string]*proxyState
 	arms    *arms
