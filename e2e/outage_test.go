@@ -64,8 +64,28 @@ func TestDockerdRestartMidRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	gcProxies := []string{"proxybench-caddy", "proxybench-traefik"}
-	before := exporterCycles(t)
-	since := time.Now()
+	// The boundary must be quiet: a gc line still on its way to the
+	// exporter when its counts are read would count over the run but not in
+	// the log since then (an earlier test's load leaves the proxies
+	// collecting for a while): wait for a second with no gc line in either
+	// log and the counts unchanged.
+	var before map[string]float64
+	var since time.Time
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b0 := exporterCycles(t)
+		time.Sleep(time.Second)
+		before, since = exporterCycles(t), time.Now()
+		quiet := true
+		for _, p := range gcProxies {
+			quiet = quiet && b0[p] == before[p] && logCycles(t, p, since.Add(-3*time.Second)) == 0
+		}
+		if quiet {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Go proxies collected garbage in every second of 30 s while idle")
+		}
+	}
 	results := t.TempDir()
 	cmd, lines := startRun(t, ctx, results, "dockerd", "-tier", "8s", "-proxies", "caddy,traefik", "-origins", "go", "-concurrency", "16")
 	waitLine(t, lines, "cell=caddy.go.simple.8s.r1", time.Minute)
