@@ -7,13 +7,23 @@ import (
 	"proxybench/loadgen/internal/plan"
 )
 
-// quiet waits before c's traffic what plan.Gaps says (asked right after
-// the previous cell ended) and, where Prometheus scrapes the loadgen, on
-// until it has scraped it past the previous cell's end, within the settle:
+// quiet waits before the run's first traffic for Prometheus's first scrape
+// of this process (Seen), and before c's traffic what plan.Gaps says
+// (asked right after the previous cell ended) and, where Prometheus scrapes
+// the loadgen, on until it has scraped it past the previous cell's end,
+// within the settle:
 // the scrape that closes that cell's counting span is then served before
 // c's load can delay it (a closed loop fills the CPU Prometheus shares with
 // the loadgen on a small host).
 func (r *Runner) quiet(ctx context.Context, c plan.Cell) error {
+	if r.Seen != nil { // the run's first traffic
+		select {
+		case <-r.Seen:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r.Seen = nil
+	}
 	if r.gaps == nil {
 		r.gaps = r.Plan.Gaps()
 	}

@@ -114,8 +114,9 @@ type Runner struct {
 	ScrapedAfter func(t time.Time) <-chan struct{}
 	// Seen, when set, is closed once Prometheus has first scraped this
 	// process (and AfterFirstScrape has passed), or it gave up waiting: the
-	// first cell waits for it. Until then the run prepares (placement,
-	// workers, ceiling) in parallel with that wait.
+	// first cell's traffic waits for it (quiet). Until then the run
+	// prepares (placement, workers, ceiling, the first proxy's isolation
+	// and preflight) in parallel with that wait.
 	Seen <-chan struct{}
 	// Start, when set, is called once the loadgen is pinned to its CPUs and
 	// before anything is written: it starts the loadgen workers (package
@@ -228,12 +229,6 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		r.arms.undo(rctx)
 	}()
 
-	if r.Seen != nil {
-		select {
-		case <-r.Seen:
-		case <-ctx.Done():
-		}
-	}
 	outer := ctx
 	ctx, r.stop = context.WithCancel(ctx)
 	defer r.stop()

@@ -278,6 +278,50 @@ func TestQuietRules(t *testing.T) {
 	}
 }
 
+// TestFirstTrafficWaitsForSeen: the run prepares its first proxy (its
+// preflight request here) while it waits for Prometheus's first scrape
+// (Seen), and the first window starts only after it. Seen is released by
+// the preflight's request, or after 5 s if the run waited for Seen before
+// preparing.
+func TestFirstTrafficWaitsForSeen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p, err := plan.Load(args(t, dir, "-tier", "1s", "-proxies", "nginx", "-origins", "fast"), time.Now(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan struct{})
+	var once sync.Once
+	var seenAt time.Time
+	byRequest := false
+	release := func(req bool) {
+		once.Do(func() { seenAt, byRequest = time.Now(), req; close(seen) })
+	}
+	timer := time.AfterFunc(5*time.Second, func() { release(false) })
+	defer timer.Stop()
+	srv := map[string]*httptest.Server{"nginx": fakeProxy(t, func(w http.ResponseWriter, r *http.Request) {
+		release(true)
+		origin(w, r)
+	})}
+	r := &Runner{Plan: x, Attacker: attack.New(attack.NewMetrics(prometheus.NewRegistry())), Cells: cellmetrics.New(prometheus.NewRegistry()),
+		Target: targets(srv), Clock: &sleeper{}, Log: testLog(t), Seen: seen}
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-seen
+	if !byRequest {
+		t.Error("Seen was released by its 5 s timer: the run waited for it before preparing the proxy")
+	}
+	if c := out.Manifest.Cells[0]; c.Status != manifest.CellOK || c.Start.Before(seenAt) {
+		t.Errorf("%s: %s, window from %v, Seen at %v: the first window must start after Seen", c.ID, c.Status, c.Start, seenAt)
+	}
+}
+
 func TestMainUsage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
