@@ -6,16 +6,15 @@
 # our_pids lists the processes the daemon of the current node left: those
 # in its containers' cgroup, the daemon (by its name) and its containerd and
 # shims (their command lines name $RUN).
+# Two greps read every process's name and command line (a loop over /proc
+# with a process per pid took seconds); the pattern comes from a file, so
+# that the grep's own command line does not name $RUN.
 our_pids() {
-  local p
   {
     cat /sys/fs/cgroup/*/"$NODE_CGROUP"/cgroup.procs /sys/fs/cgroup/*/"$NODE_CGROUP"/*/cgroup.procs 2>/dev/null || true
-    for p in /proc/[0-9]*; do
-      if [ "$(cat "$p/comm" 2>/dev/null)" = "$DAEMON_NAME" ] || grep -qsF "$RUN/" "$p/cmdline"; then
-        echo "${p#/proc/}"
-      fi
-    done
-  } | grep -vx "$$" | sort -u || true
+    grep -lsxF "$DAEMON_NAME" /proc/[0-9]*/comm 2>/dev/null || true
+    grep -lsFf <(printf '%s/\n' "$RUN") /proc/[0-9]*/cmdline 2>/dev/null || true
+  } | sed 's|^/proc/\([0-9]*\)/.*|\1|' | grep -vx "$$" | sort -u || true
 }
 
 # cleanup removes whatever the current node's daemon left, running or not:
