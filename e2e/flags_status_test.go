@@ -35,11 +35,13 @@ http {
     keepalive_requests 1000000;
     upstream fast { server 127.0.0.1:9104; keepalive 64; }
     upstream go { server 127.0.0.1:9103; keepalive 64; }
+    upstream node { server 127.0.0.1:9101; keepalive 64; }
     proxy_read_timeout 60s;
     # Faults spare a connection's first request: preflight sends one GET
     # per route on a fresh connection, and must see a healthy route.
     map $connection_requests $pb_warm { 1 0; default 1; }
     map $pb_warm $pb_up { 1 go; default fast; }
+    map $pb_warm $pb_up_node { 1 fast; default node; }
     map "$pb_warm$pb_split" $pb_fault { 1a 404; 1b 502; 1c rare404; 1h hang; default ""; }
     split_clients "${request_id}" $pb_split {
         30%   a;
@@ -114,62 +116,60 @@ func accessLog(t *testing.T) (at []time.Time, status []string) {
 const passthrough = `        location /fast/ { proxy_pass http://fast/; }`
 
 // TestFlagUnexpectedStatus: a proxy that answers 30 % of requests with a
-// cheap 404 is invalid (unexpected_status) and cannot win its origin; one
-// that answers 5 % with 502 is invalid for errors (5xx are errors, not
-// unexpected statuses); one that routes /fast/
-// to another origin is misrouted; 0.05 % of 404s stay under the threshold.
+// cheap 404 is invalid (unexpected_status) and cannot win its origin; then,
+// in one run, one fault per origin: 5 % of 502s in front of go is invalid
+// for errors (5xx are errors, not unexpected statuses), node's route to
+// another origin is misrouted, and 0.05 % of 404s in front of fast stay
+// under the threshold.
 func TestFlagUnexpectedStatus(t *testing.T) {
 	results := t.TempDir()
-	cases := []struct {
-		name, routes string
+	t.Run("404s", func(t *testing.T) {
+		testProxy(t, `        location /fast/ { if ($pb_fault = 404) { return 404; } proxy_pass http://fast/; }`)
+		// The honest proxy beside it, for the winners table.
+		cells := runCells(t, results, "st-404s", nil, "-tier", "3s", "-proxies", "nginx,custom", "-origins", "fast", "-concurrency", "20", "-isolate=false")
+		c := cell(t, cells, "custom.fast.simple.3s.r1")
+		mustFire(t, c, "unexpected_status", "invalid", "404")
+		mustStayQuiet(t, c, "misrouted")
+		honest := cell(t, cells, "nginx.fast.simple.3s.r1")
+		mustStayQuiet(t, honest, "unexpected_status", "errors", "misrouted")
+		if c.Goodput == nil || c.RPS == nil || *c.Goodput > 0.75**c.RPS {
+			t.Errorf("custom: goodput %v of %v req/s: want the 404s left out of goodput", c.Goodput, c.RPS)
+		}
+		md, err := os.ReadFile(filepath.Join(results, "st-404s", "report.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(md), "\n") {
+			if strings.HasPrefix(l, "| fast ") && strings.Contains(l, "| custom |") {
+				t.Errorf("the 404ing proxy won its origin: %s", l)
+			}
+		}
+	})
+	testProxy(t, `        location /fast/ { if ($pb_fault = rare404) { return 404; } proxy_pass http://fast/; }
+        location /go/ { if ($pb_fault = 502) { return 502; } proxy_pass http://go/; }
+        location /node/ { proxy_pass http://$pb_up_node/; }`)
+	cells := runCells(t, results, "st-origins", nil, "-tier", "3s", "-proxies", "custom", "-origins", "fast,go,node", "-concurrency", "20", "-isolate=false")
+	for _, tc := range []struct {
+		name, origin string
 		fire         []string
 		quiet        []string
 		reasonHas    string
 	}{
-		{"404s", `        location /fast/ { if ($pb_fault = 404) { return 404; } proxy_pass http://fast/; }`,
-			[]string{"unexpected_status"}, []string{"misrouted"}, "404"},
-		{"502s", `        location /fast/ { if ($pb_fault = 502) { return 502; } proxy_pass http://fast/; }`,
-			[]string{"errors"}, []string{"unexpected_status"}, "5xx"}, // 5xx are judged by errors alone, at its own threshold
-		{"wrongorigin", `        location /fast/ { proxy_pass http://$pb_up/; }`,
-			[]string{"misrouted"}, []string{"unexpected_status"}, "X-Origin"},
-		{"rare404", `        location /fast/ { if ($pb_fault = rare404) { return 404; } proxy_pass http://fast/; }`,
-			nil, []string{"unexpected_status", "errors", "misrouted"}, ""},
-	}
-	for _, tc := range cases {
+		{"502s", "go", []string{"errors"}, []string{"unexpected_status"}, "5xx"}, // 5xx are judged by errors alone, at its own threshold
+		{"wrongorigin", "node", []string{"misrouted"}, []string{"unexpected_status"}, "X-Origin"},
+		{"rare404", "fast", nil, []string{"unexpected_status", "errors", "misrouted"}, ""},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testProxy(t, tc.routes)
-			proxies := "custom"
-			if tc.name == "404s" {
-				proxies = "nginx,custom" // the honest proxy beside it, for the winners table
-			}
-			cells := runCells(t, results, "st-"+tc.name, nil, "-tier", "3s", "-proxies", proxies, "-origins", "fast", "-concurrency", "20", "-isolate=false")
-			c := cell(t, cells, "custom.fast.simple.3s.r1")
+			c := cell(t, cells, "custom."+tc.origin+".simple.3s.r1")
 			for _, f := range tc.fire {
 				mustFire(t, c, f, "invalid")
 			}
-			if tc.reasonHas != "" && len(tc.fire) > 0 {
+			if len(tc.fire) > 0 {
 				mustFire(t, c, tc.fire[0], "", tc.reasonHas)
 			}
 			mustStayQuiet(t, c, tc.quiet...)
 			if len(tc.fire) == 0 && c.Validity.Verdict == "invalid" {
 				t.Errorf("control %s invalid: %s", c.ID, c.flags())
-			}
-			if tc.name != "404s" {
-				return
-			}
-			honest := cell(t, cells, "nginx.fast.simple.3s.r1")
-			mustStayQuiet(t, honest, "unexpected_status", "errors", "misrouted")
-			if c.Goodput == nil || c.RPS == nil || *c.Goodput > 0.75**c.RPS {
-				t.Errorf("custom: goodput %v of %v req/s: want the 404s left out of goodput", c.Goodput, c.RPS)
-			}
-			md, err := os.ReadFile(filepath.Join(results, "st-404s", "report.md"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range strings.Split(string(md), "\n") {
-				if strings.HasPrefix(l, "| fast ") && strings.Contains(l, "| custom |") {
-					t.Errorf("the 404ing proxy won its origin: %s", l)
-				}
 			}
 		})
 	}
