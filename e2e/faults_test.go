@@ -156,9 +156,9 @@ func TestProxyKilledMidCell(t *testing.T) {
 		waitHealthy(t, "proxybench-traefik", 60*time.Second)
 	})
 
-	cmd, lines := startRun(t, ctx, results, run, "-tier", "4s", "-proxies", "traefik,caddy", "-origins", "fast,go", "-concurrency", "10")
-	waitLine(t, lines, "cell=traefik.fast.simple.4s.r1", 60*time.Second)
-	time.Sleep(2 * time.Second)
+	cmd, lines := startRun(t, ctx, results, run, "-tier", "3s", "-proxies", "traefik,caddy", "-origins", "fast,go", "-concurrency", "10")
+	waitLine(t, lines, "cell=traefik.fast.simple.3s.r1", 60*time.Second)
+	time.Sleep(1500 * time.Millisecond)
 	docker(t, "kill", "proxybench-traefik")
 	for range lines {
 	}
@@ -168,22 +168,22 @@ func TestProxyKilledMidCell(t *testing.T) {
 
 	m := readManifest(t, filepath.Join(results, run))
 	want := map[string]string{
-		"traefik.fast.simple.4s.r1": "failed", "traefik.go.simple.4s.r1": "skipped",
-		"caddy.fast.simple.4s.r1": "ok", "caddy.go.simple.4s.r1": "ok",
+		"traefik.fast.simple.3s.r1": "failed", "traefik.go.simple.3s.r1": "skipped",
+		"caddy.fast.simple.3s.r1": "ok", "caddy.go.simple.3s.r1": "ok",
 	}
 	for _, c := range m.Cells {
 		if want[c.ID] != c.Status {
 			t.Errorf("cell %s: %s (%s), want %s", c.ID, c.Status, c.Reason, want[c.ID])
 		}
-		if c.ID == "traefik.fast.simple.4s.r1" && (!strings.Contains(c.Reason, "exited") || c.Requests == 0) {
+		if c.ID == "traefik.fast.simple.3s.r1" && (!strings.Contains(c.Reason, "exited") || c.Requests == 0) {
 			t.Errorf("killed cell: reason %q, %d requests; want the exit named and the requests before it kept", c.Reason, c.Requests)
 		}
 	}
 	verdicts := buildReport(t, results, run)
-	if v := verdicts["traefik.fast.simple.4s.r1"]; v != "invalid" {
+	if v := verdicts["traefik.fast.simple.3s.r1"]; v != "invalid" {
 		t.Errorf("report: killed cell verdict %q, want invalid (kept and marked)", v)
 	}
-	for _, id := range []string{"caddy.fast.simple.4s.r1", "caddy.go.simple.4s.r1"} {
+	for _, id := range []string{"caddy.fast.simple.3s.r1", "caddy.go.simple.3s.r1"} {
 		if v := verdicts[id]; v == "" || v == "invalid" {
 			t.Errorf("report: %s verdict %q, want a measured cell", id, v)
 		}
@@ -199,9 +199,9 @@ func TestCtrlCMidCell(t *testing.T) {
 	results := t.TempDir()
 	run := "fault-int-" + time.Now().UTC().Format("150405")
 
-	cmd, lines := startRun(t, ctx, results, run, "-tier", "4s", "-proxies", "nginx,haproxy", "-origins", "fast", "-concurrency", "10")
-	waitLine(t, lines, "cell=haproxy.fast.simple.4s.r1", 90*time.Second)
-	time.Sleep(2 * time.Second)
+	cmd, lines := startRun(t, ctx, results, run, "-tier", "3s", "-proxies", "nginx,haproxy", "-origins", "fast", "-concurrency", "10")
+	waitLine(t, lines, "cell=haproxy.fast.simple.3s.r1", 90*time.Second)
+	time.Sleep(1500 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -218,14 +218,14 @@ func TestCtrlCMidCell(t *testing.T) {
 	for _, c := range m.Cells {
 		got[c.ID] = c.Status
 	}
-	if got["nginx.fast.simple.4s.r1"] != "ok" || got["haproxy.fast.simple.4s.r1"] != "aborted" {
+	if got["nginx.fast.simple.3s.r1"] != "ok" || got["haproxy.fast.simple.3s.r1"] != "aborted" {
 		t.Errorf("cells %v: want the finished nginx cell ok and the interrupted haproxy cell aborted", got)
 	}
 	verdicts := buildReport(t, results, run)
-	if v := verdicts["nginx.fast.simple.4s.r1"]; v == "" || v == "invalid" {
+	if v := verdicts["nginx.fast.simple.3s.r1"]; v == "" || v == "invalid" {
 		t.Errorf("report: finished cell verdict %q, want it measured", v)
 	}
-	if _, ok := verdicts["haproxy.fast.simple.4s.r1"]; !ok {
+	if _, ok := verdicts["haproxy.fast.simple.3s.r1"]; !ok {
 		t.Errorf("report lacks the aborted cell; it must be kept and marked")
 	}
 	for _, p := range []string{"proxybench-nginx", "proxybench-traefik", "proxybench-caddy", "proxybench-haproxy"} {
