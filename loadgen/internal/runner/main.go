@@ -127,7 +127,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 	// The mirror of linger: a first cell that starts before Prometheus has
 	// scraped this new process has its first second unseen server-side
 	// (seen: a 3 s cell right after make up judged too_few_samples). The
-	// runner prepares meanwhile and its first cell waits for seen.
+	// runner prepares meanwhile and its first traffic waits for seen. That
+	// first scrape is the counting baseline of the process's first window
+	// (the reporter's collect.Scrapes.CountFrom): the window may begin as
+	// soon as it was served.
 	var seen chan struct{}
 	if wait := time.Duration(p.Linger); wait > 0 {
 		seen = make(chan struct{})
@@ -135,13 +138,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog
 			defer close(seen)
 			select {
 			case <-srv.Scraped():
-				// That first scrape marks the series a previous loadgen left
-				// under the same labels stale. The reporter's baseline is the
-				// counter 1 s before a window: let it fall after the marker,
-				// or the old process's last value would be taken as this
-				// one's baseline (its restart from zero hidden: counts short
-				// by exactly the previous run's).
-				_ = e.clock.Sleep(ctx, manifest.AfterFirstScrape)
 			case <-ctx.Done():
 			case <-time.After(wait):
 				log.Warn("Prometheus has not scraped /metrics yet; the first cell's server-side series may start late", "waited", wait.String(), "metrics", metricsAddr)

@@ -113,7 +113,7 @@ type Runner struct {
 	// linger is the plan's Linger in full.
 	ScrapedAfter func(t time.Time) <-chan struct{}
 	// Seen, when set, is closed once Prometheus has first scraped this
-	// process (and AfterFirstScrape has passed), or it gave up waiting: the
+	// process, or it gave up waiting: the
 	// first cell's traffic waits for it (quiet). Until then the run
 	// prepares (placement, workers, ceiling, the first proxy's isolation
 	// and preflight) in parallel with that wait.

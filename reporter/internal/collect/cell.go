@@ -116,7 +116,7 @@ func Cell(ctx context.Context, c *promapi.Client, w Window, isGo bool, kinds Kin
 		// cAdvisor may add per-CPU series beside the total; count the total once.
 		cpuSel:  fmt.Sprintf(`{service=%s,cpu=~"total|"}`, quote(w.Svc())),
 		lg:      `{job="loadgen"}`,
-		traffic: newSpan(w.Start.Add(-MarginBefore), w.TrafficEnd()),
+		traffic: newSpan(cov.countFrom(w), w.TrafficEnd()),
 		exact:   newSpan(w.Start, w.End),
 		kinds:   kinds, isGo: isGo,
 	}

@@ -57,7 +57,11 @@ const (
 // (unlabelled; a loadgen worker's with its worker label), and the cAdvisor
 // CPU counter of the proxy's containers.
 var (
-	loadgenScrapeSeries  = metricdefs.LoadgenCPULimit.Name
+	loadgenScrapeSeries = metricdefs.LoadgenCPULimit.Name
+	// loadgenProcess tells the loadgen's processes apart: each exports
+	// its start time (client_golang's process collector), the same in
+	// every sample of one process.
+	loadgenProcess       = `process_start_time_seconds{job="loadgen"}`
 	exporterScrapeSeries = metricdefs.ContainerCPUUsage.Name + `{job="exporter",cpu=~"total|",service=~%s}`
 )
 
@@ -134,9 +138,12 @@ func (l ScrapeLog) check(job string, from, to time.Time, baseline time.Duration,
 // each loadgen worker's (by its worker label) and the exporter's per
 // compose service (of the series for that service's containers).
 type Scrapes struct {
-	Loadgen  ScrapeLog
-	Workers  map[int]ScrapeLog
-	Exporter map[string]ScrapeLog
+	Loadgen ScrapeLog
+	// Processes are the loadgen's process start times as scraped (its own,
+	// not its workers'), in time order: where one process's samples begin.
+	Processes []Sample
+	Workers   map[int]ScrapeLog
+	Exporter  map[string]ScrapeLog
 	// Known: Prometheus holds windows of the run (discovery found some).
 	Known bool
 	// Baseline is the run's first counting baseline less Quiet: scrapes of
@@ -173,6 +180,12 @@ func FetchScrapes(ctx context.Context, c *promapi.Client, windows []Window, serv
 			s.Workers[i] = newScrapeLog(ts)
 		}
 	}
+	procs, err := rawSamples(ctx, c, loadgenProcess, metricdefs.WorkerLabel, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen processes: %w", err)
+	}
+	s.Processes = procs[""]
+	sort.Slice(s.Processes, func(i, j int) bool { return s.Processes[i].T.Before(s.Processes[j].T) })
 	if len(services) > 0 {
 		q := make([]string, len(services))
 		for i, svc := range services {
@@ -192,7 +205,23 @@ func FetchScrapes(ctx context.Context, c *promapi.Client, windows []Window, serv
 // rawTimes is every sample timestamp of sel in (from, to], grouped by the
 // label by ("" = all together).
 func rawTimes(ctx context.Context, c *promapi.Client, sel, by string, from, to time.Time) (map[string][]time.Time, error) {
+	samples, err := rawSamples(ctx, c, sel, by, from, to)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]time.Time{}
+	for k, ss := range samples {
+		for _, x := range ss {
+			out[k] = append(out[k], x.T)
+		}
+	}
+	return out, nil
+}
+
+// rawSamples is every sample of sel in (from, to], grouped by the label by
+// ("" = all together).
+func rawSamples(ctx context.Context, c *promapi.Client, sel, by string, from, to time.Time) (map[string][]Sample, error) {
+	out := map[string][]Sample{}
 	for lo := from; lo.Before(to); lo = lo.Add(scrapeChunk) {
 		hi := MinTime(lo.Add(scrapeChunk), to)
 		res, err := c.QueryMatrix(ctx, fmt.Sprintf("%s[%s] @ %s", sel, promapi.Duration(hi.Sub(lo)), promapi.FormatTime(hi)), hi)
@@ -204,10 +233,47 @@ func rawTimes(ctx context.Context, c *promapi.Client, sel, by string, from, to t
 			if by != "" {
 				k = ser.Labels[by]
 			}
-			out[k] = append(out[k], ser.Times...)
+			for i, t := range ser.Times {
+				out[k] = append(out[k], Sample{T: t, V: ser.Values[i]})
+			}
 		}
 	}
 	return out, nil
+}
+
+// Sample is one raw sample: its time and value.
+type Sample struct {
+	T time.Time
+	V float64
+}
+
+// CountFrom is where w's counting span begins: MarginBefore before the
+// window, or, when later, at the first scrape of the loadgen process that
+// sent it (a process's first window may begin right after its first
+// scrape). That scrape is the baseline of every series the process had
+// then; a series a previous process left under the same labels is stale
+// from it on, so none of its values is taken as this process's baseline.
+// sameProcess is false when the process scraped at the window's end is not
+// the one scraped before it began (its first scrape was not stored): no
+// baseline of the process is known.
+func (s *Scrapes) CountFrom(w Window) (from time.Time, sameProcess bool) {
+	from = w.Start.Add(-MarginBefore)
+	if s == nil {
+		return from, true
+	}
+	at := func(t time.Time) int { // the last sample at or before t, -1 if none
+		return sort.Search(len(s.Processes), func(i int) bool { return s.Processes[i].T.After(t) }) - 1
+	}
+	i := at(w.Start)
+	if i < 0 {
+		return from, true
+	}
+	j := i
+	for j > 0 && s.Processes[j-1].V == s.Processes[i].V {
+		j--
+	}
+	k := at(w.TrafficEnd())
+	return MaxTime(from, s.Processes[j].T), s.Processes[k].V == s.Processes[i].V
 }
 
 // Coverage is how Prometheus scraped around one window. A check that
@@ -223,6 +289,17 @@ type Coverage struct {
 	// ever scraped: Prometheus does not know them).
 	Workers  []WorkerCoverage
 	Interval time.Duration // the coarsest of the targets' estimated intervals
+	// CountFrom is where the loadgen's counting span begins (Scrapes.CountFrom);
+	// zero: MarginBefore before the window.
+	CountFrom time.Time
+}
+
+// countFrom is where w's counting span begins under c.
+func (c Coverage) countFrom(w Window) time.Time {
+	if c.CountFrom.IsZero() {
+		return w.Start.Add(-MarginBefore)
+	}
+	return c.CountFrom
 }
 
 // WorkerCoverage is how Prometheus scraped one loadgen worker around a
@@ -249,8 +326,7 @@ func (c Coverage) ExporterOK() bool { return c.Exporter == nil || c.Exporter.OK(
 
 // Coverage checks the scrapes around w (a window that ended; others are
 // not checked):
-//   - the loadgen over the counting span (start - MarginBefore,
-//     TrafficEnd]: a scrape in the quiet time before its baseline (within
+//   - the loadgen over the counting span (CountFrom, TrafficEnd]: a scrape in the quiet time before its baseline (within
 //     Quiet - MarginBefore), one after the traffic (max(end, drain end)),
 //     and no stretch without a scrape longer than
 //     allowedGap(LoadgenMaxLost). A failure is a gap when Prometheus holds the run and
@@ -279,12 +355,18 @@ func (s *Scrapes) Coverage(w Window) Coverage {
 	if w.DrainEnd.After(trafficOver) {
 		trafficOver = w.DrainEnd
 	}
-	loadgenCheck := func(l ScrapeLog, job string) *report.ScrapeCoverage {
-		return l.check(job, w.Start.Add(-MarginBefore), w.TrafficEnd(), Quiet-MarginBefore, trafficOver, allowedGap(LoadgenMaxLost, l.Interval))
+	// The loadgen's span may begin at its first scrape (CountFrom); a
+	// worker, scraped 1.2 s before the first window (package fleet), is
+	// checked from MarginBefore before it, where its baseline lies.
+	from, same := s.CountFrom(w)
+	c.CountFrom = from
+	loadgenCheck := func(l ScrapeLog, job string, from time.Time) *report.ScrapeCoverage {
+		return l.check(job, from, w.TrafficEnd(), Quiet-MarginBefore, trafficOver, allowedGap(LoadgenMaxLost, l.Interval))
 	}
 	lg := s.Loadgen
 	if len(lg.Times) > 0 {
-		c.Loadgen = loadgenCheck(lg, "loadgen")
+		c.Loadgen = loadgenCheck(lg, "loadgen", from)
+		c.Loadgen.Baseline = c.Loadgen.Baseline && same
 		c.LoadgenGap = !c.Loadgen.OK() && s.Known && lg.between(s.Baseline, w.TrafficEnd()) > 0
 		c.Interval = lg.Interval
 	}
@@ -294,7 +376,7 @@ func (s *Scrapes) Coverage(w Window) Coverage {
 			if !ok {
 				wl = newScrapeLog(nil)
 			}
-			wc := WorkerCoverage{Scrapes: loadgenCheck(wl, stack.WorkerJob)}
+			wc := WorkerCoverage{Scrapes: loadgenCheck(wl, stack.WorkerJob, w.Start.Add(-MarginBefore))}
 			wc.Scrapes.Worker = &i
 			wc.Gap = !wc.Scrapes.OK() && s.Known && (lg.between(s.Baseline, w.TrafficEnd()) > 0 || wl.between(s.Baseline, w.TrafficEnd()) > 0)
 			c.Workers = append(c.Workers, wc)
