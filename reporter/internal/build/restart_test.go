@@ -96,7 +96,7 @@ func TestFirstWindowRightAfterFirstScrape(t *testing.T) {
 	}
 	ended := time.Now()
 	end.WithLabelValues(cell...).Set(float64(ended.UnixMilli()) / 1000)
-	<-b.ScrapedAfter(ended) // the loadgen's linger
+	<-b.ScrapedAfter(ended)            // the loadgen's linger
 	time.Sleep(500 * time.Millisecond) // stored
 
 	r, err := Report(context.Background(), Config{Prom: c, PromURL: prom.URL, Run: "r1", RunDir: t.TempDir(), Thresholds: report.DefaultThresholds, Now: time.Now})
