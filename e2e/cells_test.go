@@ -185,9 +185,14 @@ func countsAgree(t *testing.T, dir string, cells map[string]flagCell) (judged in
 // id and results, and a linger long enough for the last scrape. The settle
 // between cells is the plan's default (3 s): a closed loop that fills the
 // loadgen's CPU, which Prometheus shares, leaves it the gap to scrape in
-// (with 1.5 s, a cell's final values went unscraped in one run).
+// (with 1.5 s, a cell's final values went unscraped in one run). A cached
+// instrument ceiling is reused for a day rather than 30 minutes: its key
+// holds the loadgen binary, the placement and the load, these tests judge
+// flags and counts rather than the ceiling's freshness (the ceiling's own
+// tests measure afresh), and some 15 distinct keys measured again cost
+// about 35 s of make test (about 2 s each, before the first window).
 func runArgs(run, results string) []string {
-	return []string{"run", "-run", run, "-results", results, "-linger", "2s"}
+	return []string{"run", "-run", run, "-results", results, "-linger", "2s", "-ceiling-max-age", "24h"}
 }
 
 // promURL is the stack's Prometheus (PROXYBENCH_PROM, default the local one).
