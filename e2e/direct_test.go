@@ -55,7 +55,7 @@ func TestDirectControl(t *testing.T) {
 			}
 		} else {
 			viaNginx += c.Requests
-			cad += cadvisorCPU(t, "nginx", c.Start.Add(-time.Second), c.End.Add(time.Second))
+			cad += cadvisorCPU(t, "nginx", c.Start, c.End)
 		}
 	}
 	// nginx's counter also holds the warm-up-free cells' late completions,
@@ -108,12 +108,10 @@ func TestDirectControl(t *testing.T) {
 	} else {
 		// The report's CPU is the proxy's cgroup counter read by the
 		// loadgen at each window's edges. cAdvisor reads the same
-		// container on its own, into Prometheus every second: its
-		// increase from a second before each nginx cell to a second after
-		// it holds the cell whole, plus up to two idle seconds (the
-		// health checks, the exporter's stub_status reads: a few
-		// per cent), per request of nginx's cells. Counting the direct
-		// cells' requests too would halve the report's number.
+		// container on its own, into Prometheus every 1-2 s: its counter
+		// interpolated at each nginx cell's window edges, per request of
+		// nginx's cells. Counting the direct cells' requests too would
+		// halve the report's number.
 		per := 1e6 * cad / float64(viaNginx)
 		t.Logf("nginx CPU per request: report %.1f µs, cAdvisor %.1f µs (%.3f s over %d requests)", *x.CPU.Mean, per, cad, viaNginx)
 		if d := per / *x.CPU.Mean; d < 0.8 || d > 1.5 {
@@ -231,20 +229,34 @@ func originServed(t *testing.T) int64 {
 	return 0
 }
 
-// cadvisorCPU is the CPU seconds cAdvisor counted for service's
-// container from from to to (Prometheus, anchored at the samples
-// nearest the edges).
+// cadvisorCPU is the CPU seconds cAdvisor counted for service's container
+// over [from, to] exactly: its counter interpolated at both instants
+// between the raw samples around them (each timestamped when cAdvisor read
+// the cgroup, every 1-2 s). An increase from the last sample before from
+// to the last before to would span up to 2 s more, with whatever ran in
+// the container then (a health probe's exec costs nginx about 40 ms).
 func cadvisorCPU(t *testing.T, service string, from, to time.Time) float64 {
 	t.Helper()
 	c, err := promapi.New(promURL(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := fmt.Sprintf(`sum(increase(%s{service=%q,cpu=~"total|"}[%s] anchored @ %s))`, metricdefs.ContainerCPUUsage.Name, service,
-		promapi.Duration(to.Sub(from)), promapi.FormatTime(to))
-	v, err := c.Query(context.Background(), q, to)
-	if err != nil || len(v) != 1 {
-		t.Fatalf("%s: %v, %v", q, v, err)
+	at := to.Add(4 * time.Second)
+	q := fmt.Sprintf(`%s{service=%q,cpu=~"total|"}[%s] @ %s`, metricdefs.ContainerCPUUsage.Name, service,
+		promapi.Duration(at.Sub(from.Add(-4*time.Second))), promapi.FormatTime(at))
+	res, err := c.QueryMatrix(context.Background(), q, at)
+	if err != nil || len(res) != 1 {
+		t.Fatalf("%s: %d series, %v", q, len(res), err)
 	}
-	return v[0].Value
+	ts, vs := res[0].Times, res[0].Values
+	value := func(x time.Time) float64 {
+		for i := 1; i < len(ts); i++ {
+			if !x.Before(ts[i-1]) && !x.After(ts[i]) {
+				return vs[i-1] + (vs[i]-vs[i-1])*x.Sub(ts[i-1]).Seconds()/ts[i].Sub(ts[i-1]).Seconds()
+			}
+		}
+		t.Fatalf("%s: no cAdvisor samples around %s (%d samples)", service, x.Format("15:04:05.000"), len(ts))
+		return 0
+	}
+	return value(to) - value(from)
 }
