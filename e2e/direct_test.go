@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"proxybench/internal/interp"
 	"proxybench/internal/metricdefs"
 	"proxybench/internal/promapi"
 )
@@ -250,13 +251,11 @@ func cadvisorCPU(t *testing.T, service string, from, to time.Time) float64 {
 	}
 	ts, vs := res[0].Times, res[0].Values
 	value := func(x time.Time) float64 {
-		for i := 1; i < len(ts); i++ {
-			if !x.Before(ts[i-1]) && !x.After(ts[i]) {
-				return vs[i-1] + (vs[i]-vs[i-1])*x.Sub(ts[i-1]).Seconds()/ts[i].Sub(ts[i-1]).Seconds()
-			}
+		v, _, ok := interp.At(ts, vs, x)
+		if !ok {
+			t.Fatalf("%s: no cAdvisor samples around %s (%d samples)", service, x.Format("15:04:05.000"), len(ts))
 		}
-		t.Fatalf("%s: no cAdvisor samples around %s (%d samples)", service, x.Format("15:04:05.000"), len(ts))
-		return 0
+		return v
 	}
 	return value(to) - value(from)
 }

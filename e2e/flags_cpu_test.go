@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"proxybench/internal/interp"
 )
 
 // cgroupCPU is the test's own reading of a container's CPU counter:
@@ -74,16 +76,11 @@ func cgroupCPU(t *testing.T, container string) func() (time.Duration, error) {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// sample is one reading of a counter.
-type sample struct {
-	at time.Time
-	v  time.Duration
-}
-
 // sampler reads fn every period (startSampler: 2 ms) until stop is called,
 // and interpolates.
 type sampler struct {
-	s    []sample
+	ts   []time.Time
+	vs   []float64 // seconds
 	stop func()
 }
 
@@ -105,7 +102,7 @@ func startSamplerEvery(t *testing.T, fn func() (time.Duration, error), period ti
 		for {
 			v, err := fn()
 			if err == nil {
-				sm.s = append(sm.s, sample{time.Now(), v})
+				sm.ts, sm.vs = append(sm.ts, time.Now()), append(sm.vs, v.Seconds())
 			}
 			select {
 			case <-quit:
@@ -123,19 +120,11 @@ func startSamplerEvery(t *testing.T, fn func() (time.Duration, error), period ti
 // process was descheduled): too coarse to judge 3 %.
 func (sm *sampler) at(t *testing.T, ts time.Time) (v float64, ok bool) {
 	t.Helper()
-	for i := 1; i < len(sm.s); i++ {
-		a, b := sm.s[i-1], sm.s[i]
-		if !b.at.Before(ts) && !a.at.After(ts) {
-			gap := b.at.Sub(a.at)
-			f := 0.0
-			if gap > 0 {
-				f = float64(ts.Sub(a.at)) / float64(gap)
-			}
-			return a.v.Seconds() + f*(b.v-a.v).Seconds(), gap <= 50*time.Millisecond
-		}
+	v, gap, found := interp.At(sm.ts, sm.vs, ts)
+	if !found {
+		t.Fatalf("no readings around %s", ts)
 	}
-	t.Fatalf("no readings around %s", ts)
-	return 0, false
+	return v, gap <= 50*time.Millisecond
 }
 
 // TestProxyCPUMatchesCgroup checks the reported proxy CPU against the
