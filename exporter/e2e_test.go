@@ -213,7 +213,7 @@ func TestE2EGCCyclesEqualDockerLogs(t *testing.T) {
 }
 
 // TestE2EStatsMatchDockerStats compares the exporter's cAdvisor CPU rate
-// over about 10 s of load with the engine's own stats over the same
+// over about 18 s of load with the engine's own stats over the same
 // interval, and memory (the proxies side by side).
 func TestE2EStatsMatchDockerStats(t *testing.T) {
 	t.Parallel()
@@ -266,7 +266,7 @@ func TestE2EStatsMatchDockerStats(t *testing.T) {
 			}
 			byEng = append(byEng, engine()) // before the first exporter sample of the interval
 			time.Sleep(time.Second)
-			const n = 6
+			const n = 10
 			for i := 0; i <= n; i++ {
 				if i > 0 {
 					time.Sleep(2 * time.Second)
