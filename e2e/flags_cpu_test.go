@@ -79,8 +79,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // sampler reads fn every period (startSampler: 2 ms) until stop is called,
 // and interpolates.
 type sampler struct {
-	ts   []time.Time
-	vs   []float64 // seconds
+	s    interp.Series
 	stop func()
 }
 
@@ -93,25 +92,8 @@ func startSampler(t *testing.T, fn func() (time.Duration, error)) *sampler {
 func startSamplerEvery(t *testing.T, fn func() (time.Duration, error), period time.Duration) *sampler {
 	t.Helper()
 	sm := &sampler{}
-	done := make(chan struct{})
-	quit := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			v, err := fn()
-			if err == nil {
-				sm.ts, sm.vs = append(sm.ts, time.Now()), append(sm.vs, v.Seconds())
-			}
-			select {
-			case <-quit:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	sm.stop = func() { close(quit); <-done }
+	stop := interp.Sample(func() (float64, error) { v, err := fn(); return v.Seconds(), err }, period)
+	sm.stop = func() { sm.s = stop() }
 	return sm
 }
 
@@ -120,7 +102,7 @@ func startSamplerEvery(t *testing.T, fn func() (time.Duration, error), period ti
 // process was descheduled): too coarse to judge 3 %.
 func (sm *sampler) at(t *testing.T, ts time.Time) (v float64, ok bool) {
 	t.Helper()
-	v, gap, found := interp.At(sm.ts, sm.vs, ts)
+	v, gap, found := sm.s.At(ts)
 	if !found {
 		t.Fatalf("no readings around %s", ts)
 	}

@@ -32,3 +32,16 @@ func TestAt(t *testing.T) {
 		t.Error("one sample: want not ok")
 	}
 }
+
+func TestSample(t *testing.T) {
+	n := 0.0
+	stop := Sample(func() (float64, error) { n++; return n, nil }, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	s := stop()
+	if len(s.T) < 2 || len(s.T) != len(s.V) || s.V[0] != 1 || s.V[len(s.V)-1] != float64(len(s.V)) {
+		t.Fatalf("%d times, %d values %v: want every reading in order", len(s.T), len(s.V), s.V)
+	}
+	if v, _, ok := s.At(s.T[0]); !ok || v != 1 {
+		t.Errorf("At(first reading) = %v, %v", v, ok)
+	}
+}
