@@ -237,12 +237,10 @@ func TestE2EStatsMatchDockerStats(t *testing.T) {
 			own := interp.Sample(func() (float64, error) { d, err := grp.Usage(); return d.Seconds(), err }, 2*time.Millisecond)
 			load(ctx, tg.url, 16)
 			time.Sleep(3 * time.Second) // warm
-			read := func() (cpu float64, ts time.Time, st dockerx.Stats, mem float64) {
+			// exporterRead is the exporter's CPU counter, when cAdvisor read
+			// it, and its memory reading, from one scrape.
+			exporterRead := func() (cpu float64, at time.Time, mem float64) {
 				mfs, err := scrape(exp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				st, err = cli.Stats(context.Background(), tg.container)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -251,7 +249,7 @@ func TestE2EStatsMatchDockerStats(t *testing.T) {
 					t.Fatalf("no timestamped container_cpu_usage_seconds_total{name=%q}", tg.container)
 				}
 				mem, _, _ = sample(mfs, "container_memory_working_set_bytes", "name", tg.container)
-				return v, time.UnixMilli(ms), st, mem
+				return v, time.UnixMilli(ms), mem
 			}
 			// Memory of a loaded Go proxy swings by megabytes within a
 			// second (GC), and the two sources sample at different
@@ -269,65 +267,55 @@ func TestE2EStatsMatchDockerStats(t *testing.T) {
 			// while the exporter's samples agreed with the test's own
 			// cgroup reading to a millisecond of CPU at each stamp: the
 			// cgroup is the 1 % reference, the engine a second reading.
-			type reading struct {
-				at  time.Time
-				cpu float64 // seconds
-			}
-			var byExp, byEng []reading
+			var byExp, byEng interp.Series
 			var memExp, memDocker float64
-			engine := func() reading {
+			engine := func() dockerx.Stats {
 				st, err := cli.Stats(context.Background(), tg.container)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return reading{st.Read, st.CPUTotal.Seconds()}
+				byEng.T, byEng.V = append(byEng.T, st.Read), append(byEng.V, st.CPUTotal.Seconds())
+				return st
 			}
-			byEng = append(byEng, engine()) // before the first exporter sample of the interval
+			engine() // before the first exporter sample of the interval
 			time.Sleep(time.Second)
 			const n = 10
 			for i := 0; i <= n; i++ {
 				if i > 0 {
 					time.Sleep(2 * time.Second)
 				}
-				c, ts, st, m := read()
-				byExp = append(byExp, reading{ts, c})
-				byEng = append(byEng, reading{st.Read, st.CPUTotal.Seconds()})
+				c, at, m := exporterRead()
+				st := engine()
+				byExp.T, byExp.V = append(byExp.T, at), append(byExp.V, c)
 				if i > 0 {
 					memExp += m / n
 					memDocker += float64(st.MemUsage) / n
 				}
 			}
 			time.Sleep(time.Second)
-			byEng = append(byEng, engine()) // after the last one
+			engine() // after the last one
 			byCgroup := own()
-			// engineAt is the engine's counter at t, interpolated between
-			// the readings around it.
-			engineAt := func(at time.Time) float64 {
-				ts, vs := make([]time.Time, len(byEng)), make([]float64, len(byEng))
-				for i, r := range byEng {
-					ts[i], vs[i] = r.at, r.cpu
+			// rate is a reading's counter over the exporter's interval, in
+			// cores: interpolated at its first and last sample's stamps
+			// between the readings around each, at most maxGap apart.
+			first, last := byExp.T[1], byExp.T[n]
+			span := last.Sub(first).Seconds()
+			rate := func(name string, s interp.Series, maxGap time.Duration) float64 {
+				var v [2]float64
+				for i, at := range []time.Time{first, last} {
+					x, gap, ok := s.At(at)
+					if !ok || gap > maxGap {
+						t.Fatalf("%s: readings around the exporter's sample at %s: found %v, %v apart (want at most %v)", name, at.Format("15:04:05.000"), ok, gap, maxGap)
+					}
+					v[i] = x
 				}
-				v, _, ok := interp.At(ts, vs, at)
-				if !ok {
-					t.Fatalf("no engine readings around the exporter's sample at %s (engine from %s to %s)", at.Format("15:04:05.000"),
-						byEng[0].at.Format("15:04:05.000"), byEng[len(byEng)-1].at.Format("15:04:05.000"))
-				}
-				return v
+				return (v[1] - v[0]) / span
 			}
-			first, last := byExp[1], byExp[n]
-			span := last.at.Sub(first.at).Seconds()
-			exporter := (last.cpu - first.cpu) / span
-			docker := (engineAt(last.at) - engineAt(first.at)) / span
-			cgroupAt := func(at time.Time) float64 {
-				v, gap, ok := byCgroup.At(at)
-				if !ok || gap > 50*time.Millisecond {
-					t.Fatalf("the test's own cgroup readings around %s: found %v, %v apart (want under 50 ms)", at.Format("15:04:05.000"), ok, gap)
-				}
-				return v
-			}
-			cg := (cgroupAt(last.at) - cgroupAt(first.at)) / span
+			exporter := (byExp.V[n] - byExp.V[1]) / span
+			docker := rate("docker stats", byEng, time.Minute)
+			cg := rate("the test's own cgroup reading", byCgroup, 50*time.Millisecond)
 			t.Logf("CPU over %.1f s from %s: exporter %.4f cores, cgroup %.4f, docker stats %.4f; memory mean: exporter %.0f B, docker stats %.0f B",
-				span, first.at.Format("15:04:05.000"), exporter, cg, docker, memExp, memDocker)
+				span, first.Format("15:04:05.000"), exporter, cg, docker, memExp, memDocker)
 			if cg < 0.05 {
 				t.Fatalf("container used only %.3f cores under load; is %s reaching %s?", cg, tg.url, tg.container)
 			}
